@@ -1,0 +1,42 @@
+# fencecheck: see README.md. Every target works on a fresh Debian machine as
+# root; the scripts install and start what they need and say so.
+SHELL := /bin/bash
+export FENCECHECK_CACHE ?= $(HOME)/.cache/fencecheck
+export KIND_CLUSTER_NAME ?= fencecheck
+export KUBECONFIG := $(FENCECHECK_CACHE)/kubeconfig-$(KIND_CLUSTER_NAME)
+IMAGES := reconciler sink chaos-agent probe
+GO ?= go
+
+.PHONY: test unit integration cluster-test conformance kind-up kind-down images bench fmt vet
+
+## test: unit tests, host integration tests, then the cluster proof tests.
+test: unit integration cluster-test
+
+## unit: pure logic, no cluster, no root.
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+## integration: a real kube-apiserver as local processes, PostgreSQL, network namespaces.
+integration:
+	bash scripts/test-integration.sh
+
+## cluster-test: bring up kind, load images, prove the wiring on the cluster.
+cluster-test: kind-up images
+	$(GO) test -count=1 -tags cluster -timeout 40m ./test/cluster/... ./chaos/...
+
+## conformance: the main job (brings the cluster up itself).
+conformance:
+	bash scripts/conformance.sh
+
+kind-up:
+	bash scripts/kind-up.sh
+
+kind-down:
+	bash scripts/kind-down.sh
+
+images:
+	bash scripts/images.sh $(IMAGES)
+
+bench:
+	bash bench/run.sh

@@ -1,0 +1,138 @@
+// Package contract is the sink contract v1, HTTP binding, written once:
+// header names, result codes, JSON shapes and the parsing rules that the
+// reference sink, the reconciler's client, certify and the conformance
+// checks all share. See docs/sink-contract.md for the prose version.
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+const (
+	// HeaderEpoch carries the leader epoch (fencing token) as a decimal uint64.
+	HeaderEpoch = "x-camel-leader-epoch"
+	// HeaderIdempotencyKey names one logical write; retries reuse it.
+	HeaderIdempotencyKey = "Idempotency-Key"
+
+	// MaxValueBytes is the largest record value a sink must accept.
+	MaxValueBytes = 1 << 20
+	// MaxIdempotencyKeyLen bounds Idempotency-Key (1 to 255 printable ASCII).
+	MaxIdempotencyKeyLen = 255
+
+	PathRecords = "/v1/records/" // PUT, GET /v1/records/{key}
+	PathFence   = "/v1/fence"    // POST (raise floor), GET (read floor)
+	PathHistory = "/v1/history"  // GET: every attempt, reference sink only
+)
+
+// Result codes in response bodies.
+const (
+	ResultOK          = "OK"
+	ResultOKDup       = "OK_DUP"
+	ResultRejectStale = "REJECT_STALE_EPOCH"
+	ResultBadRequest  = "BAD_REQUEST"
+	ResultConflict    = "IDEMPOTENCY_CONFLICT" // same Idempotency-Key, other key or value (422)
+)
+
+// WriteResponse is the body of PUT /v1/records/{key}.
+// Epoch is set on OK and OK_DUP; HighestEpoch on REJECT_STALE_EPOCH.
+type WriteResponse struct {
+	Result       string `json:"result"`
+	Epoch        uint64 `json:"epoch,omitempty"`
+	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// FenceResponse is the body of POST and GET /v1/fence.
+type FenceResponse struct {
+	Result       string `json:"result,omitempty"`
+	HighestEpoch uint64 `json:"highest_epoch"`
+	Error        string `json:"error,omitempty"`
+}
+
+// Record is the body of GET /v1/records/{key}.
+type Record struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// Op names the kind of an attempt in the history.
+const (
+	OpPut   = "put"
+	OpFence = "fence"
+)
+
+// Attempt is one request the sink received, as GET /v1/history lists it:
+// every attempt, committed or not, in arrival order.
+type Attempt struct {
+	Seq            uint64    `json:"seq"`
+	Arrived        time.Time `json:"arrived"`
+	Op             string    `json:"op"`
+	Key            string    `json:"key,omitempty"`
+	Value          string    `json:"value,omitempty"`
+	Epoch          uint64    `json:"epoch"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	Status         int       `json:"status"`
+	Result         string    `json:"result"`
+	// FloorAfter is the sink's floor once this attempt was decided.
+	FloorAfter uint64 `json:"floor_after"`
+}
+
+// Committed reports whether the attempt changed the sink's records.
+func (a Attempt) Committed() bool { return a.Op == OpPut && a.Result == ResultOK }
+
+// HistoryResponse is the body of GET /v1/history.
+type HistoryResponse struct {
+	Attempts []Attempt `json:"attempts"`
+}
+
+// Errors from parsing request headers.
+var (
+	ErrEpochMissing   = errors.New("missing " + HeaderEpoch + " header")
+	ErrEpochMalformed = errors.New(HeaderEpoch + " must be a decimal uint64")
+	ErrIdemMalformed  = errors.New(HeaderIdempotencyKey + " must be 1 to 255 printable ASCII characters")
+)
+
+// ParseEpoch parses an epoch header value. Only plain decimal digits are
+// accepted: no sign, no spaces, no hex, nothing above 2^64-1.
+func ParseEpoch(s string) (uint64, error) {
+	if s == "" {
+		return 0, ErrEpochMissing
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%w: %q", ErrEpochMalformed, truncate(s))
+		}
+	}
+	e, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q overflows", ErrEpochMalformed, truncate(s))
+	}
+	return e, nil
+}
+
+// FormatEpoch renders an epoch for the header.
+func FormatEpoch(e uint64) string { return strconv.FormatUint(e, 10) }
+
+// ValidIdempotencyKey reports whether k is 1 to 255 printable ASCII characters.
+func ValidIdempotencyKey(k string) error {
+	if len(k) == 0 || len(k) > MaxIdempotencyKeyLen {
+		return ErrIdemMalformed
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return ErrIdemMalformed
+		}
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
