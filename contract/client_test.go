@@ -1,0 +1,62 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestClientSendsContractHeaders checks the wire format the client puts on
+// the request, against a handler that records what it got.
+func TestClientSendsContractHeaders(t *testing.T) {
+	var gotPath, gotEpoch, gotIdem, gotMethod string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotMethod, gotPath = r.Method, r.URL.EscapedPath()
+		gotEpoch, gotIdem = r.Header.Get(HeaderEpoch), r.Header.Get(HeaderIdempotencyKey)
+		switch {
+		case r.Method == http.MethodPut:
+			w.WriteHeader(http.StatusConflict)
+			_ = json.NewEncoder(w).Encode(WriteResponse{Result: ResultRejectStale, HighestEpoch: 9})
+		case r.Method == http.MethodPost:
+			_ = json.NewEncoder(w).Encode(FenceResponse{Result: ResultOK, HighestEpoch: 7})
+		case r.URL.Path == PathFence:
+			_ = json.NewEncoder(w).Encode(FenceResponse{HighestEpoch: 7})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL + "/"}
+	ctx := context.Background()
+
+	wr, rep, err := c.Put(ctx, "row/1 x", []byte("v"), 3, "idem-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotMethod != http.MethodPut || gotPath != "/v1/records/row%2F1%20x" || gotEpoch != "3" || gotIdem != "idem-1" {
+		t.Errorf("sent %s %s epoch=%q idem=%q", gotMethod, gotPath, gotEpoch, gotIdem)
+	}
+	if rep.Status != http.StatusConflict || wr.Result != ResultRejectStale || wr.HighestEpoch != 9 {
+		t.Errorf("decoded %d %+v", rep.Status, wr)
+	}
+
+	if _, _, err := c.Put(ctx, "k", nil, 4, ""); err != nil || gotIdem != "" {
+		t.Errorf("empty idempotency key was sent as %q (err %v)", gotIdem, err)
+	}
+
+	fr, _, err := c.Fence(ctx, 7)
+	if err != nil || fr.HighestEpoch != 7 || gotEpoch != "7" {
+		t.Errorf("fence: %+v %v epoch header %q", fr, err, gotEpoch)
+	}
+	if f, _, err := c.Floor(ctx); err != nil || f != 7 {
+		t.Errorf("floor: %d %v", f, err)
+	}
+	if _, found, _, err := c.Get(ctx, "missing"); err != nil || found {
+		t.Errorf("get missing: found=%v err=%v", found, err)
+	}
+	if _, err := c.History(ctx); err == nil {
+		t.Error("history on a sink without /v1/history: want an error")
+	}
+}
