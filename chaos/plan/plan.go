@@ -1,0 +1,338 @@
+// Package plan is the pure core of the built-in chaos executor: it checks a
+// NetworkChaos, selects the pods it targets, translates it into the routes to
+// install in each pod's network namespace, computes when it ends, and
+// updates its status. No I/O: the agent feeds it objects and the clock.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// RouteType is the kind of route that swallows traffic to a target.
+type RouteType string
+
+const (
+	// Blackhole: partitionBehavior "drop" (the pod's connect fails with EINVAL,
+	// nothing leaves the pod).
+	Blackhole RouteType = "blackhole"
+	// Prohibit: partitionBehavior "reject" (EACCES at once).
+	Prohibit RouteType = "prohibit"
+)
+
+// Route is one route to install in a pod's network namespace.
+type Route struct {
+	Dst  netip.Prefix `json:"dst"`
+	Type RouteType    `json:"type"`
+}
+
+func (r Route) String() string { return string(r.Type) + " " + r.Dst.String() }
+
+// Validate reports why nc cannot be run by the built-in executor.
+func Validate(nc *v1alpha1.NetworkChaos) error {
+	s := nc.Spec
+	if s.Action != v1alpha1.PartitionAction {
+		return fmt.Errorf("action %q not supported by the built-in executor (only %q)", s.Action, v1alpha1.PartitionAction)
+	}
+	switch s.Direction {
+	case "", v1alpha1.To, v1alpha1.Both:
+	default:
+		return fmt.Errorf("direction %q not supported (use %q or %q)", s.Direction, v1alpha1.To, v1alpha1.Both)
+	}
+	switch s.PartitionBehavior {
+	case "", v1alpha1.DropPartitionBehavior, v1alpha1.RejectPartitionBehavior:
+	default:
+		return fmt.Errorf("partitionBehavior %q not supported", s.PartitionBehavior)
+	}
+	if s.Target != nil {
+		return errors.New("spec.target (pod targets) not supported by the built-in executor: use externalTargets")
+	}
+	if s.Device != "" || s.TargetDevice != "" {
+		return errors.New("spec.device/targetDevice not supported by the built-in executor")
+	}
+	if s.RemoteCluster != "" {
+		return errors.New("spec.remoteCluster not supported")
+	}
+	if _, err := Targets(nc); err != nil {
+		return err
+	}
+	if _, err := Duration(nc); err != nil {
+		return err
+	}
+	switch s.Mode {
+	case v1alpha1.AllMode, v1alpha1.OneMode, v1alpha1.FixedMode:
+	default:
+		return fmt.Errorf("mode %q not supported (use all, one or fixed)", s.Mode)
+	}
+	return nil
+}
+
+// Targets parses externalTargets (IP addresses or CIDRs; names are rejected
+// because a pod-netns route needs an address).
+func Targets(nc *v1alpha1.NetworkChaos) ([]netip.Prefix, error) {
+	if len(nc.Spec.ExternalTargets) == 0 {
+		return nil, errors.New("externalTargets is empty: nothing to cut the pod off from")
+	}
+	var out []netip.Prefix
+	seen := map[netip.Prefix]bool{}
+	for _, t := range nc.Spec.ExternalTargets {
+		p, err := ParseTarget(t)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ParseTarget accepts "10.96.0.1" or "10.96.0.0/12".
+func ParseTarget(t string) (netip.Prefix, error) {
+	t = strings.TrimSpace(t)
+	if strings.Contains(t, "/") {
+		p, err := netip.ParsePrefix(t)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("externalTarget %q: %v", t, err)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(t)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("externalTarget %q is not an IP address or CIDR (host names are not supported)", t)
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+// Duration parses spec.duration; a partition without one would never heal,
+// so it is required.
+func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) {
+	if nc.Spec.Duration == nil || *nc.Spec.Duration == "" {
+		return 0, errors.New("spec.duration is required (the agent owns the deadline)")
+	}
+	d, err := time.ParseDuration(*nc.Spec.Duration)
+	if err != nil {
+		return 0, fmt.Errorf("spec.duration %q: %v", *nc.Spec.Duration, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("spec.duration %q must be > 0", *nc.Spec.Duration)
+	}
+	return d, nil
+}
+
+// Deadline is when the partition heals: creationTimestamp + duration, as
+// Chaos Mesh counts it. It depends only on the object, so the agent finds the
+// same deadline after a restart and the harness dying changes nothing.
+func Deadline(nc *v1alpha1.NetworkChaos) (time.Time, error) {
+	d, err := Duration(nc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if nc.CreationTimestamp.IsZero() {
+		return time.Time{}, errors.New("object has no creationTimestamp")
+	}
+	return nc.CreationTimestamp.Add(d), nil
+}
+
+// Active reports whether nc's routes should be in place at now.
+func Active(nc *v1alpha1.NetworkChaos, now time.Time) bool {
+	if nc.DeletionTimestamp != nil || nc.Spec.Action != v1alpha1.PartitionAction {
+		return false
+	}
+	end, err := Deadline(nc)
+	return err == nil && now.Before(end)
+}
+
+// Routes is the rule set for nc: one route per target, of the type the
+// partition behaviour asks for.
+func Routes(nc *v1alpha1.NetworkChaos) ([]Route, error) {
+	ts, err := Targets(nc)
+	if err != nil {
+		return nil, err
+	}
+	typ := Blackhole
+	if nc.Spec.PartitionBehavior == v1alpha1.RejectPartitionBehavior {
+		typ = Prohibit
+	}
+	out := make([]Route, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, Route{Dst: t, Type: typ})
+	}
+	return out, nil
+}
+
+// PodKey is the record id of a pod: "namespace/name".
+func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// SelectPods returns the pods nc targets, sorted by key. Mode one and fixed
+// take the first pods by key, so every node's agent picks the same ones.
+func SelectPods(nc *v1alpha1.NetworkChaos, pods []corev1.Pod) ([]corev1.Pod, error) {
+	sel := nc.Spec.Selector
+	namespaces := sel.Namespaces
+	if len(namespaces) == 0 && len(sel.Pods) == 0 {
+		namespaces = []string{nc.Namespace}
+	}
+	ls := labels.SelectorFromSet(sel.LabelSelectors)
+	if len(sel.ExpressionSelectors) > 0 {
+		es, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: sel.ExpressionSelectors})
+		if err != nil {
+			return nil, fmt.Errorf("expressionSelectors: %v", err)
+		}
+		reqs, _ := es.Requirements()
+		ls = ls.Add(reqs...)
+	}
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if len(sel.Pods) > 0 {
+			if !contains(sel.Pods[p.Namespace], p.Name) {
+				continue
+			}
+		} else if !contains(namespaces, p.Namespace) {
+			continue
+		}
+		if !ls.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if len(sel.Nodes) > 0 && !contains(sel.Nodes, p.Spec.NodeName) {
+			continue
+		}
+		if len(sel.AnnotationSelectors) > 0 && !labels.SelectorFromSet(sel.AnnotationSelectors).Matches(labels.Set(p.Annotations)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return PodKey(&out[i]) < PodKey(&out[j]) })
+	switch nc.Spec.Mode {
+	case v1alpha1.OneMode:
+		if len(out) > 1 {
+			out = out[:1]
+		}
+	case v1alpha1.FixedMode:
+		var n int
+		if _, err := fmt.Sscanf(nc.Spec.Value, "%d", &n); err != nil || n < 0 {
+			return nil, fmt.Errorf("mode fixed needs an integer value, got %q", nc.Spec.Value)
+		}
+		if len(out) > n {
+			out = out[:n]
+		}
+	}
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Want is the state one pod's network namespace must be in.
+type Want struct {
+	PodKey string
+	PodIP  string
+	Routes []Route
+	Chaos  []string // "namespace/name" of the NetworkChaos objects asking for it
+}
+
+// Problem is a NetworkChaos the agent cannot apply, to report in its status.
+type Problem struct {
+	Chaos string
+	Err   error
+}
+
+// Desired computes, for the pods on node, the routes every active
+// NetworkChaos asks for. Several objects on one pod are merged.
+func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time) (map[string]*Want, []Problem) {
+	want := map[string]*Want{}
+	var problems []Problem
+	for _, nc := range ncs {
+		if !Active(nc, now) {
+			continue
+		}
+		key := nc.Namespace + "/" + nc.Name
+		if err := Validate(nc); err != nil {
+			problems = append(problems, Problem{Chaos: key, Err: err})
+			continue
+		}
+		routes, _ := Routes(nc)
+		sel, err := SelectPods(nc, pods)
+		if err != nil {
+			problems = append(problems, Problem{Chaos: key, Err: err})
+			continue
+		}
+		for i := range sel {
+			p := &sel[i]
+			if p.Spec.NodeName != node || p.Spec.HostNetwork || p.Status.PodIP == "" {
+				continue // other agents' pods; hostNetwork pods share the node's namespace
+			}
+			w := want[PodKey(p)]
+			if w == nil {
+				w = &Want{PodKey: PodKey(p), PodIP: p.Status.PodIP}
+				want[w.PodKey] = w
+			}
+			w.Chaos = append(w.Chaos, key)
+			w.Routes = MergeRoutes(w.Routes, routes)
+		}
+	}
+	return want, problems
+}
+
+// MergeRoutes adds b's routes to a, one per destination (the first type wins).
+func MergeRoutes(a, b []Route) []Route {
+	seen := map[netip.Prefix]bool{}
+	for _, r := range a {
+		seen[r.Dst] = true
+	}
+	for _, r := range b {
+		if !seen[r.Dst] {
+			seen[r.Dst] = true
+			a = append(a, r)
+		}
+	}
+	SortRoutes(a)
+	return a
+}
+
+// SortRoutes orders routes by destination, so diffs and logs are stable.
+func SortRoutes(rs []Route) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Dst.String() < rs[j].Dst.String() })
+}
+
+// Diff returns the routes to add and to delete to turn have into want.
+// A route to the same destination with another type is replaced.
+func Diff(want, have []Route) (add, del []Route) {
+	h := map[Route]bool{}
+	for _, r := range have {
+		h[r] = true
+	}
+	w := map[Route]bool{}
+	for _, r := range want {
+		w[r] = true
+		if !h[r] {
+			add = append(add, r)
+		}
+	}
+	for _, r := range have {
+		if !w[r] {
+			del = append(del, r)
+		}
+	}
+	SortRoutes(add)
+	SortRoutes(del)
+	return add, del
+}

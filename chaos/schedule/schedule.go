@@ -1,0 +1,158 @@
+// Package schedule generates seeded, replayable partition schedules: how long
+// each cut lasts (a multiple of the lease TTL), which pod it targets (the
+// leader or a follower), the gap before it and how many cuts come in a row.
+// It is pure: the same Config always yields the same Schedule.
+package schedule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Role says which pod a step cuts off.
+type Role string
+
+const (
+	Leader   Role = "leader"
+	Follower Role = "follower"
+)
+
+// Config bounds the generator. Multiples are of the lease TTL.
+type Config struct {
+	Seed        uint64        `json:"seed"`
+	TTL         time.Duration `json:"ttl"`
+	Steps       int           `json:"steps"`        // number of partitions in total
+	MinMultiple float64       `json:"min_multiple"` // shortest cut, in TTLs
+	MaxMultiple float64       `json:"max_multiple"` // longest cut, in TTLs
+	MinGap      time.Duration `json:"min_gap"`      // quiet time before a burst
+	MaxGap      time.Duration `json:"max_gap"`
+	MaxBurst    int           `json:"max_burst"`    // cuts in a row (back to back, no gap)
+	FollowerPct int           `json:"follower_pct"` // chance (0-100) that a step targets a follower
+	Followers   int           `json:"followers"`    // how many followers there are (replicas-1)
+}
+
+// Step is one partition. Gap is waited before it starts (zero inside a burst).
+type Step struct {
+	Index         int           `json:"index"`
+	Role          Role          `json:"role"`
+	FollowerIndex int           `json:"follower_index,omitempty"` // which follower, by sorted pod name
+	Multiple      float64       `json:"multiple"`
+	Length        time.Duration `json:"length"`
+	Gap           time.Duration `json:"gap"`
+	Burst         int           `json:"burst"` // which burst the step belongs to
+}
+
+// Schedule is what a run records so it can be replayed with Generate(Config).
+type Schedule struct {
+	Config Config `json:"config"`
+	Steps  []Step `json:"steps"`
+}
+
+// DefaultConfig is a reasonable schedule for a 3-replica set with a TTL.
+func DefaultConfig(seed uint64, ttl time.Duration) Config {
+	return Config{Seed: seed, TTL: ttl, Steps: 3, MinMultiple: 1.5, MaxMultiple: 3,
+		MinGap: ttl, MaxGap: 3 * ttl, MaxBurst: 2, FollowerPct: 20, Followers: 2}
+}
+
+// Validate reports the first bound that makes no sense.
+func (c Config) Validate() error {
+	switch {
+	case c.TTL <= 0:
+		return errors.New("schedule: ttl must be > 0")
+	case c.Steps <= 0:
+		return errors.New("schedule: steps must be > 0")
+	case c.MinMultiple <= 1:
+		return fmt.Errorf("schedule: min_multiple %.2f must be > 1 (a cut must outlast the lease TTL)", c.MinMultiple)
+	case c.MaxMultiple < c.MinMultiple:
+		return fmt.Errorf("schedule: max_multiple %.2f < min_multiple %.2f", c.MaxMultiple, c.MinMultiple)
+	case c.MinGap < 0 || c.MaxGap < c.MinGap:
+		return fmt.Errorf("schedule: gap bounds [%s, %s] invalid", c.MinGap, c.MaxGap)
+	case c.MaxBurst < 1:
+		return errors.New("schedule: max_burst must be >= 1")
+	case c.FollowerPct < 0 || c.FollowerPct > 100:
+		return fmt.Errorf("schedule: follower_pct %d not in 0..100", c.FollowerPct)
+	case c.FollowerPct > 0 && c.Followers < 1:
+		return errors.New("schedule: follower_pct > 0 needs followers >= 1")
+	}
+	return nil
+}
+
+// Generate builds the schedule for c. Lengths are rounded to 100ms so the
+// recorded JSON replays exactly.
+func Generate(c Config) (Schedule, error) {
+	if err := c.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	r := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	s := Schedule{Config: c}
+	burst, left := 0, 0
+	for i := 0; i < c.Steps; i++ {
+		st := Step{Index: i, Role: Leader}
+		if left == 0 { // a new burst starts after a gap
+			burst++
+			left = 1 + r.IntN(c.MaxBurst)
+			st.Gap = c.MinGap + time.Duration(r.Int64N(int64(c.MaxGap-c.MinGap)+1))
+			st.Gap = st.Gap.Round(100 * time.Millisecond)
+		}
+		left--
+		st.Burst = burst
+		if c.FollowerPct > 0 && r.IntN(100) < c.FollowerPct {
+			st.Role = Follower
+			st.FollowerIndex = r.IntN(c.Followers)
+		}
+		m := c.MinMultiple + r.Float64()*(c.MaxMultiple-c.MinMultiple)
+		st.Length = time.Duration(m * float64(c.TTL)).Round(100 * time.Millisecond)
+		if st.Length <= c.TTL { // rounding must never make a cut too short
+			st.Length = c.TTL + 100*time.Millisecond
+		}
+		st.Multiple = float64(st.Length) / float64(c.TTL)
+		s.Steps = append(s.Steps, st)
+	}
+	return s, nil
+}
+
+// Check verifies a schedule (for example one read back from a report)
+// against its own config: the bounds hold and it is exactly what the seed
+// generates, so a hand-edited or corrupted schedule is caught.
+func Check(s Schedule) error {
+	want, err := Generate(s.Config)
+	if err != nil {
+		return err
+	}
+	if len(s.Steps) != len(want.Steps) {
+		return fmt.Errorf("schedule: %d steps, seed %d gives %d", len(s.Steps), s.Config.Seed, len(want.Steps))
+	}
+	for i, st := range s.Steps {
+		if st.Length <= s.Config.TTL {
+			return fmt.Errorf("schedule: step %d length %s does not outlast ttl %s", i, st.Length, s.Config.TTL)
+		}
+		if st != want.Steps[i] {
+			return fmt.Errorf("schedule: step %d is %+v, seed %d gives %+v", i, st, s.Config.Seed, want.Steps[i])
+		}
+	}
+	return nil
+}
+
+// Total is the schedule's wall time (gaps plus cuts).
+func (s Schedule) Total() time.Duration {
+	var d time.Duration
+	for _, st := range s.Steps {
+		d += st.Gap + st.Length
+	}
+	return d
+}
+
+// Marshal is the JSON a run records.
+func (s Schedule) Marshal() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+// Unmarshal reads a recorded schedule and checks it replays.
+func Unmarshal(b []byte) (Schedule, error) {
+	var s Schedule
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Schedule{}, fmt.Errorf("schedule: %w", err)
+	}
+	return s, Check(s)
+}

@@ -1,0 +1,150 @@
+package schedule
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	c := DefaultConfig(42, 10*time.Second)
+	c.Steps = 20
+	a, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Generate(c)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("seed 42 gave two schedules:\n%+v\n%+v", a, b)
+	}
+	c.Seed = 43
+	d, _ := Generate(c)
+	if reflect.DeepEqual(a.Steps, d.Steps) {
+		t.Fatal("seeds 42 and 43 gave the same schedule")
+	}
+}
+
+func TestBoundsHold(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		c := DefaultConfig(seed, 5*time.Second)
+		c.Steps, c.FollowerPct, c.MaxBurst = 15, 50, 3
+		s, err := Generate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := 0
+		for i, st := range s.Steps {
+			if st.Length <= c.TTL || st.Multiple < c.MinMultiple-0.02 || st.Multiple > c.MaxMultiple+0.02 {
+				t.Fatalf("seed %d step %d: length %s (x%.2f) outside [%.2f, %.2f] TTLs", seed, i, st.Length, st.Multiple, c.MinMultiple, c.MaxMultiple)
+			}
+			if i == 0 && st.Gap == 0 && c.MinGap > 0 {
+				t.Fatalf("seed %d: first step has no gap", seed)
+			}
+			if st.Gap != 0 && (st.Gap < c.MinGap || st.Gap > c.MaxGap) {
+				t.Fatalf("seed %d step %d: gap %s outside [%s, %s]", seed, i, st.Gap, c.MinGap, c.MaxGap)
+			}
+			if st.Gap == 0 {
+				run++
+			} else {
+				run = 1
+			}
+			if run > c.MaxBurst {
+				t.Fatalf("seed %d: %d cuts in a row > max_burst %d", seed, run, c.MaxBurst)
+			}
+			if st.Role == Follower && (st.FollowerIndex < 0 || st.FollowerIndex >= c.Followers) {
+				t.Fatalf("seed %d step %d: follower index %d", seed, i, st.FollowerIndex)
+			}
+		}
+	}
+}
+
+func TestFollowerShare(t *testing.T) {
+	count := func(pct int) int {
+		c := DefaultConfig(7, time.Second)
+		c.Steps, c.FollowerPct = 1000, pct
+		s, _ := Generate(c)
+		n := 0
+		for _, st := range s.Steps {
+			if st.Role == Follower {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(0); n != 0 {
+		t.Fatalf("follower_pct 0 gave %d follower cuts", n)
+	}
+	if n := count(100); n != 1000 {
+		t.Fatalf("follower_pct 100 gave %d/1000 follower cuts", n)
+	}
+	if n := count(30); n < 230 || n > 370 {
+		t.Fatalf("follower_pct 30 gave %d/1000 follower cuts", n)
+	}
+}
+
+func TestReplayFromJSON(t *testing.T) {
+	s, _ := Generate(DefaultConfig(99, 8*time.Second))
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatalf("recorded schedule does not replay: %v\n%s", err, b)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("round trip changed the schedule")
+	}
+	if !strings.Contains(string(b), `"seed": 99`) {
+		t.Fatalf("seed not recorded:\n%s", b)
+	}
+}
+
+// Negative controls: Check must catch a tampered or too-short schedule.
+func TestCheckCatchesBrokenSchedules(t *testing.T) {
+	s, _ := Generate(DefaultConfig(5, 10*time.Second))
+	tampered := s
+	tampered.Steps = append([]Step(nil), s.Steps...)
+	tampered.Steps[1].Length += time.Second
+	if err := Check(tampered); err == nil {
+		t.Fatal("Check accepted a schedule whose step 1 was edited")
+	}
+	short := s
+	short.Steps = append([]Step(nil), s.Steps...)
+	short.Steps[0].Length = s.Config.TTL
+	if err := Check(short); err == nil || !strings.Contains(err.Error(), "outlast") {
+		t.Fatalf("Check accepted a cut no longer than the TTL: %v", err)
+	}
+	if err := Check(Schedule{Config: s.Config, Steps: s.Steps[:1]}); err == nil {
+		t.Fatal("Check accepted a truncated schedule")
+	}
+	var bad Schedule
+	if err := json.Unmarshal([]byte(`{"config":{"seed":1}}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(bad); err == nil {
+		t.Fatal("Check accepted a schedule with no TTL")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	base := DefaultConfig(1, time.Second)
+	for name, mut := range map[string]func(*Config){
+		"ttl":       func(c *Config) { c.TTL = 0 },
+		"steps":     func(c *Config) { c.Steps = 0 },
+		"min<=1":    func(c *Config) { c.MinMultiple = 1 },
+		"max<min":   func(c *Config) { c.MaxMultiple = 1.2 },
+		"gap":       func(c *Config) { c.MaxGap = c.MinGap - 1 },
+		"burst":     func(c *Config) { c.MaxBurst = 0 },
+		"pct":       func(c *Config) { c.FollowerPct = 101 },
+		"followers": func(c *Config) { c.Followers = 0 },
+	} {
+		c := base
+		mut(&c)
+		if _, err := Generate(c); err == nil {
+			t.Errorf("%s: Generate accepted %+v", name, c)
+		}
+	}
+}
