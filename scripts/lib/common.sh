@@ -1,0 +1,101 @@
+# shellcheck shell=bash
+# Shared helpers for the infra scripts: logging with timings, the cache
+# layout, input hashing. Source it; everything prints to stderr so that a
+# script's stdout stays free for its result.
+
+FENCECHECK_ROOT="${FENCECHECK_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+FENCECHECK_CACHE="${FENCECHECK_CACHE:-$HOME/.cache/fencecheck}"
+KIND_CLUSTER_NAME="${KIND_CLUSTER_NAME:-fencecheck}"
+KUBECONFIG="${KUBECONFIG:-$FENCECHECK_CACHE/kubeconfig-$KIND_CLUSTER_NAME}"
+export FENCECHECK_ROOT FENCECHECK_CACHE KIND_CLUSTER_NAME KUBECONFIG
+export PATH="/usr/local/go/bin:$FENCECHECK_CACHE/bin:$PATH"
+mkdir -p "$FENCECHECK_CACHE"
+
+_fc_t0=$(date +%s)
+
+log() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - _fc_t0 ))" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# step NAME CMD...: run CMD, printing when it starts and how long it took.
+# On failure it says which step failed and returns the command's status.
+step() {
+	local name=$1; shift
+	local s; s=$(date +%s)
+	log "==> $name"
+	if "$@"; then
+		log "<== $name done in $(( $(date +%s) - s ))s"
+	else
+		local rc=$?
+		log "!!! $name FAILED after $(( $(date +%s) - s ))s (exit $rc)"
+		return "$rc"
+	fi
+}
+
+# run_logged LOGFILE CMD...: run CMD with its output in LOGFILE, print a
+# heartbeat every 30s so a long build is never silent, show the log tail on
+# failure.
+run_logged() {
+	local logfile=$1; shift
+	mkdir -p "$(dirname "$logfile")"
+	"$@" >"$logfile" 2>&1 &
+	local pid=$! s; s=$(date +%s)
+	while kill -0 "$pid" 2>/dev/null; do
+		local i
+		for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+		kill -0 "$pid" 2>/dev/null && log "    ... still running ($(( $(date +%s) - s ))s): $(tail -n1 "$logfile" 2>/dev/null | cut -c1-120)"
+	done
+	if wait "$pid"; then return 0; fi
+	local rc=$?
+	log "command failed (exit $rc): $*"
+	log "last lines of $logfile:"
+	tail -n 25 "$logfile" >&2
+	return "$rc"
+}
+
+# hash_inputs FILE|DIR...: a short stable hash of the contents of the given
+# files (directories are walked, sorted) plus the Go version.
+hash_inputs() {
+	{
+		go version
+		local p
+		for p in "$@"; do
+			if [ -d "$p" ]; then
+				find "$p" -type f ! -path '*/_out/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+			else
+				sha256sum "$p"
+			fi
+		done | sed "s#$FENCECHECK_ROOT/##"
+	} | sha256sum | cut -c1-12
+}
+
+# with_lock FILE CMD...: serialize CMD with other runs holding FILE.
+# Callers may already hold the same lock from outside (`flock kind.lock make
+# kind-up images`); taking it again on a new descriptor would deadlock, so
+# when an ancestor process holds it we run CMD under that lock.
+with_lock() {
+	local f=$1; shift
+	mkdir -p "$(dirname "$f")"; touch "$f"
+	exec {_fc_lockfd}>>"$f"
+	if ! flock -n "$_fc_lockfd"; then
+		if _lock_held_by_ancestor "$f"; then
+			log "lock $f is held by a parent process: running under it"
+		else
+			log "waiting for lock $f (another run is in progress)"
+			flock "$_fc_lockfd"
+		fi
+	fi
+	"$@"
+}
+
+_lock_held_by_ancestor() {
+	local ino holders pid
+	ino=$(stat -c %i "$1")
+	holders=$(awk -v ino="$ino" '$2=="FLOCK" { split($6, a, ":"); if (a[3]==ino) print $5 }' /proc/locks)
+	[ -n "$holders" ] || return 1
+	pid=$$
+	while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+		for h in $holders; do [ "$h" = "$pid" ] && return 0; done
+		pid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+	done
+	return 1
+}

@@ -1,0 +1,3 @@
+module fencecheck.local/nodeimage
+
+go 1.24.0
