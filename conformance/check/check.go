@@ -1,0 +1,197 @@
+// Package check holds the conformance checkers: pure functions from a
+// recorded scenario history to a verdict with evidence. They import only
+// the history types (and the contract/eventlog types inside them), so any
+// saved history.json is judged offline exactly as it was judged live.
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// Verdict is one check's judgement of one scenario.
+type Verdict struct {
+	Check    string   `json:"check"`
+	Pass     bool     `json:"pass"`
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Checker is a named check.
+type Checker struct {
+	Name        string
+	Description string
+	Fn          func(*history.Scenario) Verdict
+}
+
+// maxEvidence bounds the lines a verdict keeps; the count of the rest is kept.
+const maxEvidence = 20
+
+// Check names.
+const (
+	TermMonotonic      = "term-monotonic"
+	TermStep           = "term-step"
+	NoStaleCommit      = "no-stale-commit"
+	EpochHeldByWriter  = "epoch-held-by-writer"
+	RowEpochMonotonic  = "row-epoch-monotonic"
+	RejectedNotInState = "rejected-not-in-final-state"
+	FloorMonotonic     = "floor-monotonic"
+	Idempotency        = "idempotency"
+	UnfencedWrites     = "unfenced-writes"
+	OldLeaderStepsDown = "old-leader-steps-down"
+	BridgeDrain        = "bridge-drain"
+	BridgeAbort        = "bridge-abort"
+	BridgeJoin         = "bridge-join"
+	RejectStaleSeen    = "reject-stale-seen"
+	FailoverLiveness   = "failover-liveness"
+)
+
+// All is every checker, in report order.
+var All = []Checker{
+	{TermMonotonic, "the Lease term never goes back or repeats, over a watch with no gaps", checkTermMonotonic},
+	{TermStep, "the term goes +1 on every holder change and is unchanged on renew", checkTermStep},
+	{NoStaleCommit, "no commit with epoch < T after the sink saw T (or after T was acquired, for a term never fenced)", checkNoStaleCommit},
+	{EpochHeldByWriter, "every commit's epoch was held by the pod that wrote it", checkEpochHeld},
+	{RowEpochMonotonic, "per row, committed epochs never return to an older epoch", checkRowEpoch},
+	{RejectedNotInState, "rejected writes never appear in the sink's final state", checkRejectedNotInState},
+	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", checkFloorMonotonic},
+	{Idempotency, "no Idempotency-Key is applied twice", checkIdempotency},
+	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", checkUnfenced},
+	{OldLeaderStepsDown, "after every takeover the previous holder logs lost (or stops)", checkStepsDown},
+	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered", checkBridgeDrain},
+	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", checkBridgeAbort},
+	{BridgeJoin, "every bridge is joined within drain_timeout", checkBridgeJoin},
+	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", checkRejectStaleSeen},
+	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", checkFailoverLiveness},
+}
+
+// ByName finds a checker.
+func ByName(name string) (Checker, bool) {
+	for _, c := range All {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Checker{}, false
+}
+
+// Names lists all check names.
+func Names() []string {
+	out := make([]string, len(All))
+	for i, c := range All {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Result is a verdict set against what the scenario expected of it.
+type Result struct {
+	Scenario string          `json:"scenario"`
+	Expected history.Outcome `json:"expected"`
+	Verdict
+	// OK: the verdict is what was expected (a caught negative control is OK).
+	OK bool `json:"ok"`
+}
+
+// Evaluate runs, for every scenario, the checks it names in Expect, in
+// the order of All (unknown names become failing results).
+func Evaluate(r *history.Run) []Result {
+	var out []Result
+	for _, s := range r.Scenarios {
+		out = append(out, EvaluateScenario(s)...)
+	}
+	return out
+}
+
+// EvaluateScenario judges one scenario.
+func EvaluateScenario(s *history.Scenario) []Result {
+	var out []Result
+	for _, c := range All {
+		exp, ok := s.Expect[c.Name]
+		if !ok {
+			continue
+		}
+		v := c.Fn(s)
+		v.Check = c.Name
+		out = append(out, Result{Scenario: s.Name, Expected: exp, Verdict: v, OK: meets(exp, v.Pass)})
+	}
+	var unknown []string
+	for name := range s.Expect {
+		if _, ok := ByName(name); !ok {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		out = append(out, Result{Scenario: s.Name, Expected: s.Expect[name],
+			Verdict: Verdict{Check: name, Pass: false, Evidence: []string{"no such check in this build"}}})
+	}
+	return out
+}
+
+func meets(exp history.Outcome, pass bool) bool {
+	switch exp {
+	case history.MustPass:
+		return pass
+	case history.MustFail:
+		return !pass
+	case history.Any:
+		return true
+	}
+	return false
+}
+
+// AllOK reports whether every result met its expectation.
+func AllOK(rs []Result) bool {
+	for _, r := range rs {
+		if !r.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// evidence collects lines for a verdict, bounded.
+type evidence struct {
+	lines   []string
+	dropped int
+	fail    bool
+}
+
+func (e *evidence) failf(format string, a ...any) {
+	e.fail = true
+	e.addf(format, a...)
+}
+
+func (e *evidence) addf(format string, a ...any) {
+	if len(e.lines) >= maxEvidence {
+		e.dropped++
+		return
+	}
+	e.lines = append(e.lines, fmt.Sprintf(format, a...))
+}
+
+func (e *evidence) verdict() Verdict {
+	lines := e.lines
+	if e.dropped > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more", e.dropped))
+	}
+	return Verdict{Pass: !e.fail, Evidence: lines}
+}
+
+func shortID(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+func joinU(xs []uint64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}

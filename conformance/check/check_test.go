@@ -1,0 +1,288 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+func verdict(t *testing.T, s *history.Scenario, name string) Verdict {
+	t.Helper()
+	c, ok := ByName(name)
+	if !ok {
+		t.Fatalf("no checker %q", name)
+	}
+	return c.Fn(s)
+}
+
+func wantPass(t *testing.T, s *history.Scenario, name string) {
+	t.Helper()
+	if v := verdict(t, s, name); !v.Pass {
+		t.Errorf("%s on %s: want pass, got fail:\n  %s", name, s.Name, strings.Join(v.Evidence, "\n  "))
+	}
+}
+
+func wantFail(t *testing.T, s *history.Scenario, name, evidence string) {
+	t.Helper()
+	v := verdict(t, s, name)
+	if v.Pass {
+		t.Errorf("%s on %s: the broken variant passed:\n  %s", name, s.Name, strings.Join(v.Evidence, "\n  "))
+		return
+	}
+	if !strings.Contains(strings.Join(v.Evidence, "\n"), evidence) {
+		t.Errorf("%s on %s: failed, but evidence lacks %q:\n  %s", name, s.Name, evidence, strings.Join(v.Evidence, "\n  "))
+	}
+}
+
+// Every check the correct synthetic run expects passes.
+func TestCorrectRunPassesEverything(t *testing.T) {
+	for _, d := range []synth.Defect{{}, {Shutdown: true}} {
+		s := synth.Scenario("correct", d)
+		for _, r := range EvaluateScenario(s) {
+			if !r.Pass {
+				t.Errorf("%s (shutdown=%v): %v", r.Check, d.Shutdown, r.Evidence)
+			}
+		}
+	}
+}
+
+// Each broken variant is caught by the check named for it.
+func TestNegativeControls(t *testing.T) {
+	cases := []struct {
+		name     string
+		d        synth.Defect
+		check    string
+		evidence string
+	}{
+		{"watch-gap", synth.Defect{WatchGap: true}, TermMonotonic, "watch gap"},
+		{"watch-gap", synth.Defect{WatchGap: true}, TermStep, "watch gap"},
+		{"term-on-renew", synth.Defect{TermOnRenew: true}, TermStep, "renew by pod-a_000000a0 changed the term 1 -> 2"},
+		{"no-term-bump", synth.Defect{NoTermBump: true}, TermStep, "moved the term 1 -> 1, want 2"},
+		{"no-term-bump", synth.Defect{NoTermBump: true}, TermMonotonic, "term 1 repeated for a new holder"},
+		{"ignore-demotion-unfenced-sink", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}, NoStaleCommit, "stale commit"},
+		{"ignore-demotion-unfenced-sink", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}, RowEpochMonotonic, "went back from epoch 2"},
+		{"ignore-demotion-unfenced-sink", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}, FloorMonotonic, "committed below the highest committed epoch 2"},
+		{"ignore-demotion", synth.Defect{IgnoreDemotion: true}, OldLeaderStepsDown, "kept writing term 1"},
+		{"live-epoch", synth.Defect{IgnoreDemotion: true, LiveEpoch: true}, EpochHeldByWriter, "never held term 2"},
+		{"fencing-off", synth.Defect{FencingOff: true, UnfencedSink: true}, UnfencedWrites, "committed without an epoch"},
+		{"no-drain", synth.Defect{NoDrain: true}, BridgeDrain, "dropped 2 buffered envelopes"},
+		{"slow-abort", synth.Defect{Shutdown: true, SlowAbort: true}, BridgeAbort, "took 900ms to abort"},
+		{"no-shutdown", synth.Defect{}, BridgeAbort, "no bridge_aborted event"},
+		{"fenced-sink-no-stale-writer", synth.Defect{}, RejectStaleSeen, "never answered REJECT_STALE_EPOCH"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+c.check, func(t *testing.T) {
+			wantFail(t, synth.Scenario(c.name, c.d), c.check, c.evidence)
+		})
+	}
+}
+
+// The sink fences a stale leader that keeps writing: REJECT_STALE_EPOCH is
+// seen and nothing stale commits, although the reconciler is broken.
+func TestIgnoreDemotionFencedSink(t *testing.T) {
+	s := synth.Scenario("ignore-demotion", synth.Defect{IgnoreDemotion: true})
+	for _, c := range []string{RejectStaleSeen, NoStaleCommit, RowEpochMonotonic, FloorMonotonic, RejectedNotInState, EpochHeldByWriter} {
+		wantPass(t, s, c)
+	}
+}
+
+func TestLiveEpochIsNotStale(t *testing.T) {
+	// Stamping the live term makes stale writes look current to the sink:
+	// only epoch-held-by-writer can tell.
+	s := synth.Scenario("live-epoch", synth.Defect{IgnoreDemotion: true, LiveEpoch: true})
+	wantPass(t, s, NoStaleCommit)
+	wantFail(t, s, EpochHeldByWriter, "pod-a/pod-a_000000a0")
+}
+
+func TestWatchMustCoverPhases(t *testing.T) {
+	s := synth.Scenario("late-watch", synth.Defect{})
+	s.Lease.Start = s.Phases[0].Start.Add(time.Second)
+	wantFail(t, s, TermMonotonic, "after the scenario began")
+	s = synth.Scenario("early-end", synth.Defect{})
+	s.Lease.End = s.Phases[len(s.Phases)-1].End.Add(-time.Second)
+	wantFail(t, s, TermMonotonic, "before the scenario ended")
+	s = synth.Scenario("empty", synth.Defect{})
+	s.Lease.Records = nil
+	wantFail(t, s, TermMonotonic, "no versions")
+}
+
+func TestTermGoesBackAndMalformed(t *testing.T) {
+	s := synth.Scenario("back", synth.Defect{})
+	r := s.Lease.Records[len(s.Lease.Records)-1]
+	r.Term, r.TermRaw, r.ResourceVersion = 1, "1", "9999"
+	s.Lease.Records = append(s.Lease.Records, r)
+	wantFail(t, s, TermMonotonic, "term went back 2 -> 1")
+
+	s = synth.Scenario("malformed", synth.Defect{})
+	s.Lease.Records[3].TermOK, s.Lease.Records[3].TermRaw = false, "0x1"
+	wantFail(t, s, TermMonotonic, "not a decimal uint64")
+
+	s = synth.Scenario("recreated", synth.Defect{})
+	s.Lease.Records[5].UID = "other"
+	wantFail(t, s, TermMonotonic, "UID changed")
+
+	// A -> released -> B with A's term: repeated although not adjacent.
+	s = synth.Scenario("repeat-after-release", synth.Defect{})
+	recs := s.Lease.Records
+	rel := recs[2]
+	rel.Holder, rel.ResourceVersion = "", "1500"
+	other := recs[2]
+	other.Holder, other.ResourceVersion = "pod-b_000000a1", "1501"
+	s.Lease.Records = append(append(append([]history.LeaseRecord{}, recs[:3]...), rel, other), recs[3:]...)
+	wantFail(t, s, TermMonotonic, "had already been held by")
+}
+
+func TestIdempotencyDoubleApply(t *testing.T) {
+	s := synth.Scenario("double-apply", synth.Defect{})
+	wantPass(t, s, Idempotency)
+	var dup contract.Attempt
+	for _, a := range s.Attempts {
+		if a.Committed() {
+			dup = a
+			break
+		}
+	}
+	dup.Seq = uint64(len(s.Attempts) + 1)
+	s.Attempts = append(s.Attempts, dup)
+	wantFail(t, s, Idempotency, "applied twice")
+
+	s = synth.Scenario("dup-without-apply", synth.Defect{})
+	s.Attempts = append(s.Attempts, contract.Attempt{Seq: uint64(len(s.Attempts) + 1), Op: contract.OpPut, Key: "k", Value: "v", Epoch: 2, IdempotencyKey: "never", Result: contract.ResultOKDup, FloorAfter: 2})
+	wantFail(t, s, Idempotency, "OK_DUP for a key never applied")
+}
+
+func TestSinkHistoryHolesAndFinalState(t *testing.T) {
+	s := synth.Scenario("hole", synth.Defect{})
+	s.Attempts = append(s.Attempts[:4], s.Attempts[5:]...)
+	wantFail(t, s, FloorMonotonic, "has a hole")
+
+	s = synth.Scenario("floor-back", synth.Defect{})
+	s.Attempts[len(s.Attempts)-1].FloorAfter = 1
+	wantFail(t, s, FloorMonotonic, "floor went back 2 -> 1")
+
+	s = synth.Scenario("state-mismatch", synth.Defect{})
+	s.FinalRecords[0].Value = "tampered"
+	wantFail(t, s, RejectedNotInState, "the sink's final state says \"tampered\"")
+
+	// A sink that answers REJECT but stores the value anyway.
+	s = synth.Scenario("reject-but-store", synth.Defect{IgnoreDemotion: true})
+	var rej contract.Attempt
+	for _, a := range s.Attempts {
+		if a.Result == contract.ResultRejectStale {
+			rej = a
+		}
+	}
+	for i := range s.FinalRecords {
+		if s.FinalRecords[i].Key == rej.Key {
+			s.FinalRecords[i].Value, s.FinalRecords[i].Epoch = rej.Value, rej.Epoch
+		}
+	}
+	wantFail(t, s, RejectedNotInState, "was rejected, yet the final state holds it")
+}
+
+func TestUnattributedCommit(t *testing.T) {
+	s := synth.Scenario("unattributed", synth.Defect{})
+	s.Attempts = append(s.Attempts, contract.Attempt{Seq: uint64(len(s.Attempts) + 1), Op: contract.OpPut, Key: "ghost", Value: "g", Epoch: 2, IdempotencyKey: "ghost-1", Result: contract.ResultOK, Status: 200, FloorAfter: 2})
+	wantFail(t, s, EpochHeldByWriter, "cannot be attributed")
+}
+
+func TestUnfencedTermWithEpochs(t *testing.T) {
+	// Epochs are stamped but the new leader never fences.
+	s := synth.Scenario("no-fence", synth.Defect{})
+	var kept []contract.Attempt
+	for _, a := range s.Attempts {
+		if !(a.Op == contract.OpFence && a.Epoch == 2) {
+			kept = append(kept, a)
+		}
+	}
+	s.Attempts = kept
+	wantFail(t, s, UnfencedWrites, "no fence for term 2 reached the sink")
+}
+
+func TestBridgeJoinLate(t *testing.T) {
+	s := synth.Scenario("late-join", synth.Defect{})
+	for i, ev := range s.Events["pod-a"] {
+		if ev.Kind == eventlog.KindBridgeJoined {
+			no := false
+			s.Events["pod-a"][i].JoinedInTime = &no
+			s.Events["pod-a"][i].DurationMs = 2100
+		}
+	}
+	wantFail(t, s, BridgeJoin, "was not joined within drain_timeout 2s")
+
+	s = synth.Scenario("never-joined", synth.Defect{})
+	var kept []eventlog.Event
+	for _, ev := range s.Events["pod-a"] {
+		if ev.Kind != eventlog.KindBridgeJoined {
+			kept = append(kept, ev)
+		}
+	}
+	s.Events["pod-a"] = kept
+	wantFail(t, s, BridgeJoin, "was never joined")
+}
+
+func TestWriteAfterAbort(t *testing.T) {
+	s := synth.Scenario("write-after-abort", synth.Defect{Shutdown: true})
+	wantPass(t, s, BridgeAbort)
+	evs := s.Events["pod-c"]
+	last := evs[len(evs)-1]
+	evs = append(evs, eventlog.Event{Time: last.Time.Add(time.Millisecond), Pod: "pod-c", Identity: last.Identity, Kind: eventlog.KindWrite, Key: "row-1", Value: "late", Epoch: 2, Result: contract.ResultOK, Status: 200})
+	s.Events["pod-c"] = evs
+	wantFail(t, s, BridgeAbort, "after its bridge aborted")
+}
+
+func TestFailovers(t *testing.T) {
+	s := synth.Scenario("failover", synth.Defect{})
+	fs, problems := Failovers(s)
+	if len(problems) != 0 || len(fs) != 1 {
+		t.Fatalf("failovers %+v problems %v", fs, problems)
+	}
+	f := fs[0]
+	// Cut at 5s; last renew at 5s (the model renews on the tick before the
+	// cut); takeover at lastRenew+5s = 9s; fence+first write at 9s + 5ms.
+	if f.FromTerm != 1 || f.ToTerm != 2 || f.Failover != 4*time.Second+5*time.Millisecond || f.Bound != 5*time.Second || !f.WithinBound() {
+		t.Errorf("unexpected failover %+v", f)
+	}
+	// A partition of a follower is not a failover and is reported.
+	s.Chaos[0].Pod = "pod-b"
+	wantFail(t, s, FailoverLiveness, "hit a follower")
+	s = synth.Scenario("no-chaos", synth.Defect{})
+	s.Chaos = nil
+	wantFail(t, s, FailoverLiveness, "no chaos window")
+}
+
+func TestEvaluateExpectations(t *testing.T) {
+	s := synth.Scenario("no-drain", synth.Defect{NoDrain: true})
+	s.Expect[BridgeDrain] = history.MustFail
+	s.Expect["no-such-check"] = history.MustPass
+	rs := EvaluateScenario(s)
+	var sawDrain, sawUnknown bool
+	for _, r := range rs {
+		switch r.Check {
+		case BridgeDrain:
+			sawDrain = true
+			if r.Pass || !r.OK {
+				t.Errorf("caught negative control must be OK: %+v", r)
+			}
+		case "no-such-check":
+			sawUnknown = true
+			if r.OK {
+				t.Errorf("unknown check must not be OK")
+			}
+		}
+	}
+	if !sawDrain || !sawUnknown || AllOK(rs) {
+		t.Errorf("drain %v unknown %v allOK %v", sawDrain, sawUnknown, AllOK(rs))
+	}
+	// A broken variant that passes is not OK.
+	s = synth.Scenario("escaped", synth.Defect{})
+	s.Expect = map[string]history.Outcome{BridgeDrain: history.MustFail}
+	if rs := EvaluateScenario(s); AllOK(rs) {
+		t.Errorf("a negative control that passes must fail the suite: %+v", rs)
+	}
+}

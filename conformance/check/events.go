@@ -1,0 +1,294 @@
+package check
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// podOf maps a holder identity to its pod: from the pods' own events when
+// they logged it, else the "<pod>_<8 hex>" naming convention.
+func podOf(s *history.Scenario, identity string) string {
+	for pod, evs := range s.Events {
+		for _, ev := range evs {
+			if ev.Identity == identity {
+				return pod
+			}
+		}
+	}
+	if i := strings.LastIndex(identity, "_"); i > 0 {
+		return identity[:i]
+	}
+	return identity
+}
+
+func checkStepsDown(s *history.Scenario) Verdict {
+	var e evidence
+	n := 0
+	for _, t := range Takeovers(s) {
+		if t.From == "" {
+			continue
+		}
+		n++
+		pod := podOf(s, t.From)
+		evs := s.Events[pod]
+		if len(evs) == 0 {
+			e.failf("takeover %s -> %s at %s: no events from %s to show it stepped down", t.From, t.To, ts(t.Observed), pod)
+			continue
+		}
+		var down *eventlog.Event
+		for i := range evs {
+			ev := &evs[i]
+			if ev.Identity != "" && ev.Identity != t.From {
+				continue
+			}
+			if (ev.Kind == eventlog.KindLost && ev.Epoch == t.FromTerm) || ev.Kind == eventlog.KindStopped {
+				down = ev
+				break
+			}
+		}
+		if down == nil {
+			e.failf("takeover %s -> %s (term %d -> %d) at %s: %s never logged lost for term %d nor stopped", t.From, t.To, t.FromTerm, t.ToTerm, ts(t.Observed), pod, t.FromTerm)
+			continue
+		}
+		// After stepping down, only the bridge's drain may still write, and
+		// only within drain_timeout.
+		limit := down.Time.Add(s.Config.DrainTimeout.D())
+		late := 0
+		for _, ev := range evs {
+			if ev.Kind == eventlog.KindWrite && ev.Epoch == t.FromTerm && ev.Time.After(limit) && ev.Status != 0 {
+				if late == 0 {
+					e.failf("%s kept writing term %d after stepping down at %s: first at %s (%s=%q -> %s)", pod, t.FromTerm, ts(down.Time), ts(ev.Time), ev.Key, ev.Value, ev.Result)
+				}
+				late++
+			}
+		}
+		if late > 0 {
+			e.addf("%s: %d writes of term %d after %s + drain_timeout", pod, late, t.FromTerm, down.Kind)
+		} else {
+			e.addf("%s stepped down from term %d (%s at %s)", pod, t.FromTerm, down.Kind, ts(down.Time))
+		}
+	}
+	if n == 0 {
+		e.failf("no takeover from a previous holder observed: nothing to judge")
+	}
+	return e.verdict()
+}
+
+var droppedRE = regexp.MustCompile(`\bdropped=(\d+)`)
+
+func dropped(ev eventlog.Event) (int, bool) {
+	m := droppedRE.FindStringSubmatch(ev.Detail)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+func checkBridgeDrain(s *history.Scenario) Verdict {
+	var e evidence
+	n := 0
+	for _, ev := range s.AllEvents() {
+		if ev.Kind != eventlog.KindBridgeDrained {
+			continue
+		}
+		n++
+		d, ok := dropped(ev)
+		switch {
+		case !ok:
+			e.failf("%s bridge of term %d drained at %s without a dropped= count (%q)", ev.Pod, ev.Epoch, ts(ev.Time), ev.Detail)
+		case d != 0:
+			e.failf("%s bridge of term %d drained at %s but dropped %d buffered envelopes (%s)", ev.Pod, ev.Epoch, ts(ev.Time), d, ev.Detail)
+		default:
+			e.addf("%s bridge of term %d drained %d in %.0fms, dropped 0", ev.Pod, ev.Epoch, ev.Count, ev.DurationMs)
+		}
+	}
+	if n == 0 {
+		e.failf("no bridge_drained event: no bridge was stopped by its producer, nothing to judge")
+	}
+	return e.verdict()
+}
+
+func checkBridgeAbort(s *history.Scenario) Verdict {
+	var e evidence
+	limit := s.Config.AbortLimit.D()
+	if limit <= 0 {
+		e.failf("the scenario sets no abort_limit")
+	}
+	n := 0
+	for _, pod := range s.Pods() {
+		evs := s.Events[pod]
+		for _, ab := range evs {
+			if ab.Kind != eventlog.KindBridgeAborted {
+				continue
+			}
+			n++
+			took := time.Duration(ab.DurationMs * float64(time.Millisecond))
+			if took > limit {
+				e.failf("%s bridge of term %d took %v to abort, limit %v", pod, ab.Epoch, took, limit)
+			} else {
+				e.addf("%s bridge of term %d aborted in %v (limit %v), dropped %d", pod, ab.Epoch, took, limit, ab.Count)
+			}
+			// The event is written once the bridge exited; the abort began
+			// DurationMs earlier. Nothing the sink answered may come after.
+			abortAt := ab.Time.Add(-took)
+			for _, w := range evs {
+				if w.Kind == eventlog.KindWrite && w.Epoch == ab.Epoch && w.Status != 0 && w.Time.After(abortAt) {
+					e.failf("%s wrote %s=%q (term %d, %s) at %s, after its bridge aborted at %s", pod, w.Key, w.Value, w.Epoch, w.Result, ts(w.Time), ts(abortAt))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		e.failf("no bridge_aborted event: no shutdown aborted a bridge, nothing to judge")
+	}
+	return e.verdict()
+}
+
+func checkBridgeJoin(s *history.Scenario) Verdict {
+	var e evidence
+	n := 0
+	for _, pod := range s.Pods() {
+		open := map[uint64]time.Time{} // spawned, not yet joined
+		var ended time.Time
+		for _, ev := range s.Events[pod] {
+			switch ev.Kind {
+			case eventlog.KindBridgeSpawned:
+				open[ev.Epoch] = ev.Time
+			case eventlog.KindBridgeJoined:
+				n++
+				delete(open, ev.Epoch)
+				limit := s.Config.DrainTimeout.D()
+				if ev.DrainTimeoutMs > 0 {
+					limit = time.Duration(ev.DrainTimeoutMs * float64(time.Millisecond))
+				}
+				took := time.Duration(ev.DurationMs * float64(time.Millisecond))
+				switch {
+				case ev.JoinedInTime == nil:
+					e.failf("%s bridge of term %d: bridge_joined without joined_in_time", pod, ev.Epoch)
+				case !*ev.JoinedInTime:
+					e.failf("%s bridge of term %d was not joined within drain_timeout %v (waited %v, %s)", pod, ev.Epoch, limit, took, ev.Detail)
+				case s.Config.DrainTimeout > 0 && limit != s.Config.DrainTimeout.D():
+					e.failf("%s bridge of term %d joined against %v, but the scenario set drain_timeout %v", pod, ev.Epoch, limit, s.Config.DrainTimeout.D())
+				default:
+					e.addf("%s bridge of term %d joined in %v (drain_timeout %v, %s)", pod, ev.Epoch, took, limit, ev.Detail)
+				}
+			case eventlog.KindLost, eventlog.KindStopped:
+				ended = ev.Time
+			}
+		}
+		if !ended.IsZero() {
+			for ep, at := range open {
+				if at.Before(ended) {
+					e.failf("%s bridge of term %d (spawned %s) was never joined though the pod stopped leading at %s", pod, ep, ts(at), ts(ended))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		e.failf("no bridge_joined event: nothing to judge")
+	}
+	return e.verdict()
+}
+
+// Failover is one takeover caused by chaos, timed against the lease bound.
+type Failover struct {
+	Kind        string        `json:"kind"`
+	Pod         string        `json:"pod"`
+	Injected    time.Time     `json:"injected"`
+	FromTerm    uint64        `json:"from_term"`
+	ToTerm      uint64        `json:"to_term"`
+	NewHolder   string        `json:"new_holder"`
+	Acquired    time.Time     `json:"acquired"`     // the watch saw the new term
+	FirstCommit time.Time     `json:"first_commit"` // the sink committed the new term
+	Failover    time.Duration `json:"failover_ns"`  // injected -> first commit
+	Bound       time.Duration `json:"bound_ns"`     // lease duration + retry period
+}
+
+// WithinBound reports whether the new leader committed within the bound.
+func (f Failover) WithinBound() bool { return !f.FirstCommit.IsZero() && f.Failover <= f.Bound }
+
+// holderAt is the Lease holder as last observed at or before t.
+func holderAt(s *history.Scenario, t time.Time) (history.LeaseRecord, bool) {
+	var out history.LeaseRecord
+	ok := false
+	for _, r := range s.Lease.Records {
+		if r.Observed.After(t) {
+			break
+		}
+		out, ok = r, true
+	}
+	return out, ok
+}
+
+// Failovers times every chaos window that hit the leader: from injection to
+// the first commit of the next term.
+func Failovers(s *history.Scenario) ([]Failover, []string) {
+	var out []Failover
+	var problems []string
+	bound := s.Config.LeaseDuration.D() + s.Config.RetryPeriod.D()
+	tos := Takeovers(s)
+	for _, w := range s.Chaos {
+		h, ok := holderAt(s, w.Injected)
+		if !ok || h.Holder == "" {
+			problems = append(problems, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
+			continue
+		}
+		if podOf(s, h.Holder) != w.Pod {
+			problems = append(problems, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s)", w.Kind, w.Pod, ts(w.Injected), h.Holder))
+			continue
+		}
+		f := Failover{Kind: w.Kind, Pod: w.Pod, Injected: w.Injected, FromTerm: h.Term, Bound: bound}
+		for _, t := range tos {
+			if t.Observed.After(w.Injected) && t.From == h.Holder {
+				f.ToTerm, f.NewHolder, f.Acquired = t.ToTerm, t.To, t.Observed
+				break
+			}
+		}
+		if f.NewHolder == "" {
+			problems = append(problems, fmt.Sprintf("%s of leader %s at %s: no takeover followed", w.Kind, w.Pod, ts(w.Injected)))
+			out = append(out, f)
+			continue
+		}
+		ws := indexWriters(s)
+		for _, a := range attempts(s) {
+			if a.Committed() && effectiveEpoch(a, ws) >= f.ToTerm && a.Arrived.After(w.Injected) {
+				f.FirstCommit, f.Failover = a.Arrived, a.Arrived.Sub(w.Injected)
+				break
+			}
+		}
+		if f.FirstCommit.IsZero() {
+			problems = append(problems, fmt.Sprintf("%s of leader %s at %s: new leader %s (term %d) never committed", w.Kind, w.Pod, ts(w.Injected), f.NewHolder, f.ToTerm))
+		}
+		out = append(out, f)
+	}
+	return out, problems
+}
+
+func checkFailoverLiveness(s *history.Scenario) Verdict {
+	var e evidence
+	fs, problems := Failovers(s)
+	for _, p := range problems {
+		e.failf("%s", p)
+	}
+	for _, f := range fs {
+		if f.FirstCommit.IsZero() {
+			continue
+		}
+		mark := "within"
+		if !f.WithinBound() {
+			mark = "OVER"
+		}
+		e.addf("%s of %s: term %d -> %d, first commit %v after injection (%s the lease bound %v)", f.Kind, f.Pod, f.FromTerm, f.ToTerm, f.Failover.Round(time.Millisecond), mark, f.Bound)
+	}
+	if len(s.Chaos) == 0 {
+		e.failf("no chaos window recorded: nothing to judge")
+	}
+	return e.verdict()
+}

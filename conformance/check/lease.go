@@ -1,0 +1,208 @@
+package check
+
+import (
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// Takeover is a holder change seen in the Lease watch.
+type Takeover struct {
+	From, To         string // holder identities ("" = released/none)
+	FromTerm, ToTerm uint64
+	Observed         time.Time
+	Index            int // record index of the new holder's first version
+}
+
+// Takeovers lists every change to a new non-empty holder, in watch order.
+// The first holder ever observed counts as a takeover from "".
+func Takeovers(s *history.Scenario) []Takeover {
+	var out []Takeover
+	var prev *history.LeaseRecord
+	for i := range s.Lease.Records {
+		r := &s.Lease.Records[i]
+		if r.Event == "DELETED" {
+			continue
+		}
+		if r.Holder != "" && (prev == nil || r.Holder != prev.Holder) {
+			t := Takeover{To: r.Holder, ToTerm: r.Term, Observed: r.Observed, Index: i}
+			if prev != nil {
+				t.From, t.FromTerm = prev.Holder, prev.Term
+				if prev.Holder == "" {
+					t.From = lastHolderBefore(s, i)
+				}
+			}
+			out = append(out, t)
+		}
+		prev = r
+	}
+	return out
+}
+
+func lastHolderBefore(s *history.Scenario, i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if h := s.Lease.Records[j].Holder; h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// watchCoverage fails e for every gap and for a watch that does not span
+// the scenario's phases: a check cannot vouch for what it did not see.
+func watchCoverage(s *history.Scenario, e *evidence) {
+	w := s.Lease
+	if len(w.Records) == 0 {
+		e.failf("the Lease watch recorded no versions of the Lease")
+		return
+	}
+	for _, g := range w.Gaps {
+		e.failf("watch gap %s .. %s (%s): term changes inside it are unknown", ts(g.From), ts(g.To), g.Reason)
+	}
+	if w.Start.IsZero() || w.End.IsZero() {
+		e.failf("the Lease watch has no start/end time: coverage unknown")
+		return
+	}
+	if len(s.Phases) > 0 {
+		first, last := s.Phases[0].Start, s.Phases[len(s.Phases)-1].End
+		for _, p := range s.Phases {
+			if p.Start.Before(first) {
+				first = p.Start
+			}
+			if p.End.After(last) {
+				last = p.End
+			}
+		}
+		if w.Start.After(first) {
+			e.failf("the watch started at %s, after the scenario began at %s", ts(w.Start), ts(first))
+		}
+		if w.End.Before(last) {
+			e.failf("the watch ended at %s, before the scenario ended at %s", ts(w.End), ts(last))
+		}
+	}
+}
+
+func checkTermMonotonic(s *history.Scenario) Verdict {
+	var e evidence
+	watchCoverage(s, &e)
+	var uid string
+	var last *history.LeaseRecord
+	seen := map[uint64]string{} // term -> first holder
+	for i := range s.Lease.Records {
+		r := &s.Lease.Records[i]
+		if r.Event == "DELETED" {
+			e.failf("rv %s: the Lease was deleted at %s; a recreated Lease restarts its term", r.ResourceVersion, ts(r.Observed))
+			continue
+		}
+		if uid != "" && r.UID != uid {
+			e.failf("rv %s: Lease UID changed %s -> %s (recreated)", r.ResourceVersion, uid, r.UID)
+		}
+		uid = r.UID
+		if !r.TermOK {
+			if r.Holder != "" {
+				e.failf("rv %s: holder %s but term annotation %q is missing or not a decimal uint64", r.ResourceVersion, r.Holder, r.TermRaw)
+			}
+			continue
+		}
+		if last != nil {
+			switch {
+			case r.Term < last.Term:
+				e.failf("rv %s at %s: term went back %d -> %d (holder %s)", r.ResourceVersion, ts(r.Observed), last.Term, r.Term, shortID(r.Holder))
+			case r.Term == last.Term && r.Holder != "" && last.Holder != "" && r.Holder != last.Holder:
+				e.failf("rv %s at %s: term %d repeated for a new holder %s (was %s)", r.ResourceVersion, ts(r.Observed), r.Term, r.Holder, last.Holder)
+			}
+		}
+		if r.Holder != "" {
+			if h, ok := seen[r.Term]; ok && h != r.Holder {
+				if last == nil || last.Term != r.Term || last.Holder == "" {
+					e.failf("rv %s: term %d held by %s had already been held by %s", r.ResourceVersion, r.Term, r.Holder, h)
+				}
+			} else if !ok {
+				seen[r.Term] = r.Holder
+			}
+		}
+		last = r
+	}
+	if !e.fail {
+		e.addf("%d Lease versions, %d distinct terms, watch %s .. %s without gaps", len(s.Lease.Records), len(seen), ts(s.Lease.Start), ts(s.Lease.End))
+	}
+	return e.verdict()
+}
+
+func checkTermStep(s *history.Scenario) Verdict {
+	var e evidence
+	watchCoverage(s, &e)
+	var prev *history.LeaseRecord
+	takeovers, renews := 0, 0
+	for i := range s.Lease.Records {
+		r := &s.Lease.Records[i]
+		if r.Event == "DELETED" || !r.TermOK {
+			continue
+		}
+		if prev != nil && r.Holder != "" {
+			switch {
+			case r.Holder == prev.Holder:
+				renews++
+				if r.Term != prev.Term {
+					e.failf("rv %s at %s: renew by %s changed the term %d -> %d", r.ResourceVersion, ts(r.Observed), r.Holder, prev.Term, r.Term)
+				}
+			default:
+				takeovers++
+				if r.Term != prev.Term+1 {
+					e.failf("rv %s at %s: takeover %s -> %s moved the term %d -> %d, want %d", r.ResourceVersion, ts(r.Observed), shortID(prev.Holder), r.Holder, prev.Term, r.Term, prev.Term+1)
+				} else {
+					e.addf("takeover at %s: %s -> %s, term %d -> %d", ts(r.Observed), shortID(prev.Holder), r.Holder, prev.Term, r.Term)
+				}
+			}
+		} else if prev != nil && r.Holder == "" && r.Term != prev.Term {
+			e.failf("rv %s: release by %s changed the term %d -> %d", r.ResourceVersion, shortID(prev.Holder), prev.Term, r.Term)
+		}
+		prev = r
+	}
+	if takeovers == 0 {
+		e.failf("no holder change observed: nothing shows the term steps +1 on takeover")
+	}
+	if renews == 0 {
+		e.failf("no renew observed: nothing shows the term is kept on renew")
+	}
+	if !e.fail {
+		e.addf("%d takeovers, %d renews", takeovers, renews)
+	}
+	return e.verdict()
+}
+
+// heldTerms maps holder identity to the terms the Lease shows it holding.
+func heldTerms(s *history.Scenario) map[string]map[uint64]bool {
+	out := map[string]map[uint64]bool{}
+	for _, r := range s.Lease.Records {
+		if r.Holder == "" || !r.TermOK || r.Event == "DELETED" {
+			continue
+		}
+		if out[r.Holder] == nil {
+			out[r.Holder] = map[uint64]bool{}
+		}
+		out[r.Holder][r.Term] = true
+	}
+	return out
+}
+
+// termAcquired maps each term to when the watch first saw it held.
+func termAcquired(s *history.Scenario) map[uint64]time.Time {
+	out := map[uint64]time.Time{}
+	for _, r := range s.Lease.Records {
+		if r.Holder == "" || !r.TermOK || r.Event == "DELETED" {
+			continue
+		}
+		if _, ok := out[r.Term]; !ok {
+			out[r.Term] = r.Observed
+		}
+	}
+	return out
+}
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "<never>"
+	}
+	return t.UTC().Format("15:04:05.000")
+}

@@ -1,0 +1,385 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// attempts returns the sink's attempts in arrival (Seq) order.
+func attempts(s *history.Scenario) []contract.Attempt {
+	out := append([]contract.Attempt(nil), s.Attempts...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+func isReject(a contract.Attempt) bool { return strings.HasPrefix(a.Result, "REJECT") }
+
+func describe(a contract.Attempt) string {
+	if a.Op == contract.OpFence {
+		return fmt.Sprintf("seq %d fence epoch %d -> %s", a.Seq, a.Epoch, a.Result)
+	}
+	return fmt.Sprintf("seq %d put %s=%q epoch %d idem %q -> %s", a.Seq, a.Key, a.Value, a.Epoch, a.IdempotencyKey, a.Result)
+}
+
+// writers indexes the reconcilers' write events so that a sink attempt can
+// be attributed to the pod that sent it: by Idempotency-Key, else by
+// key, value and epoch.
+type writers struct {
+	byIdem map[string][]eventlog.Event
+	byKV   map[string][]eventlog.Event
+}
+
+func indexWriters(s *history.Scenario) writers {
+	w := writers{byIdem: map[string][]eventlog.Event{}, byKV: map[string][]eventlog.Event{}}
+	for _, ev := range s.AllEvents() {
+		if ev.Kind != eventlog.KindWrite {
+			continue
+		}
+		if ev.IdempotencyKey != "" {
+			w.byIdem[ev.IdempotencyKey] = append(w.byIdem[ev.IdempotencyKey], ev)
+		}
+		k := kv(ev.Key, ev.Value, ev.Epoch)
+		w.byKV[k] = append(w.byKV[k], ev)
+	}
+	return w
+}
+
+func kv(key, value string, epoch uint64) string {
+	return fmt.Sprintf("%s\x00%s\x00%d", key, value, epoch)
+}
+
+// of returns the write events that could have sent a.
+func (w writers) of(a contract.Attempt) []eventlog.Event {
+	if a.IdempotencyKey != "" {
+		if evs := w.byIdem[a.IdempotencyKey]; len(evs) > 0 {
+			return evs
+		}
+	}
+	return w.byKV[kv(a.Key, a.Value, a.Epoch)]
+}
+
+// effectiveEpoch is the attempt's epoch, or, for an attempt sent without
+// one, the epoch its writer logged.
+func effectiveEpoch(a contract.Attempt, w writers) uint64 {
+	if a.Epoch != 0 {
+		return a.Epoch
+	}
+	for _, ev := range w.of(a) {
+		if ev.Epoch != 0 {
+			return ev.Epoch
+		}
+	}
+	return 0
+}
+
+func checkNoStaleCommit(s *history.Scenario) Verdict {
+	var e evidence
+	w := indexWriters(s)
+	as := attempts(s)
+	fenced := map[uint64]bool{}
+	for _, a := range as {
+		if a.Op == contract.OpFence {
+			fenced[a.Epoch] = true
+		}
+	}
+	// A term that was never fenced at the sink is in force from the moment
+	// the Lease shows it acquired.
+	acquired := termAcquired(s)
+	var unfencedTerms []uint64
+	for t := range acquired {
+		if !fenced[t] {
+			unfencedTerms = append(unfencedTerms, t)
+		}
+	}
+	sort.Slice(unfencedTerms, func(i, j int) bool { return unfencedTerms[i] < unfencedTerms[j] })
+
+	var seen uint64 // highest epoch the sink has seen (fence, commit or floor)
+	seenAt := "nothing"
+	commits, stale, rises := 0, 0, 0
+	first := true
+	for _, a := range as {
+		cutoff, why := seen, seenAt
+		for _, t := range unfencedTerms {
+			if t > cutoff && acquired[t].Before(a.Arrived) {
+				cutoff, why = t, fmt.Sprintf("term %d acquired at %s (never fenced)", t, ts(acquired[t]))
+			}
+		}
+		if a.Committed() {
+			commits++
+			if ep := effectiveEpoch(a, w); ep < cutoff {
+				stale++
+				e.failf("stale commit at %s: %s (epoch %d) after the sink saw epoch %d (%s)", ts(a.Arrived), describe(a), ep, cutoff, why)
+			}
+		}
+		var high uint64
+		if a.Op == contract.OpFence || a.Committed() {
+			high = a.Epoch
+		}
+		if a.FloorAfter > high {
+			high = a.FloorAfter
+		}
+		if high > seen {
+			if !first {
+				rises++
+			}
+			seen, seenAt = high, fmt.Sprintf("%s at %s", describe(a), ts(a.Arrived))
+		}
+		if high > 0 {
+			first = false
+		}
+	}
+	if commits == 0 {
+		e.failf("the sink committed nothing: nothing to judge")
+	}
+	if rises == 0 && len(acquired) < 2 {
+		e.failf("no new term reached the sink: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d commits, none stale; the sink's epoch rose %d times", commits, rises)
+	}
+	return e.verdict()
+}
+
+func checkEpochHeld(s *history.Scenario) Verdict {
+	var e evidence
+	w := indexWriters(s)
+	held := heldTerms(s)
+	commits := 0
+	for _, a := range attempts(s) {
+		if !a.Committed() {
+			continue
+		}
+		commits++
+		evs := w.of(a)
+		if len(evs) == 0 {
+			e.failf("%s: no pod logged this write; the commit cannot be attributed", describe(a))
+			continue
+		}
+		ep := effectiveEpoch(a, w)
+		ok := false
+		var who []string
+		for _, ev := range evs {
+			who = append(who, ev.Pod+"/"+ev.Identity)
+			if held[ev.Identity][ep] {
+				ok = true
+			}
+		}
+		if !ok {
+			var hs []uint64
+			for t := range held[evs[0].Identity] {
+				hs = append(hs, t)
+			}
+			sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+			e.failf("%s: written by %s, which never held term %d (it held [%s])", describe(a), strings.Join(who, ","), ep, joinU(hs))
+		}
+	}
+	if commits == 0 {
+		e.failf("the sink committed nothing: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d commits, each stamped with a term its writer held", commits)
+	}
+	return e.verdict()
+}
+
+func checkRowEpoch(s *history.Scenario) Verdict {
+	var e evidence
+	last := map[string]contract.Attempt{}
+	commits := 0
+	for _, a := range attempts(s) {
+		if !a.Committed() {
+			continue
+		}
+		commits++
+		if p, ok := last[a.Key]; ok && a.Epoch < p.Epoch {
+			e.failf("row %s went back from epoch %d (seq %d) to %d (seq %d)", a.Key, p.Epoch, p.Seq, a.Epoch, a.Seq)
+		}
+		last[a.Key] = a
+	}
+	if commits == 0 {
+		e.failf("the sink committed nothing: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d commits over %d rows, no row returned to an older epoch", commits, len(last))
+	}
+	return e.verdict()
+}
+
+// replayState is the sink's final state as its own history implies it.
+func replayState(as []contract.Attempt) map[string]contract.Record {
+	st := map[string]contract.Record{}
+	for _, a := range as {
+		if a.Committed() {
+			st[a.Key] = contract.Record{Key: a.Key, Value: a.Value, Epoch: a.Epoch}
+		}
+	}
+	return st
+}
+
+func checkRejectedNotInState(s *history.Scenario) Verdict {
+	var e evidence
+	as := attempts(s)
+	state := replayState(as)
+	if s.FinalRecords != nil {
+		final := map[string]contract.Record{}
+		for _, r := range s.FinalRecords {
+			final[r.Key] = r
+		}
+		for k, r := range state {
+			if f, ok := final[k]; !ok {
+				e.failf("row %s: history says %q@%d, the sink's final state has no such row", k, r.Value, r.Epoch)
+			} else if f != r {
+				e.failf("row %s: history says %q@%d, the sink's final state says %q@%d", k, r.Value, r.Epoch, f.Value, f.Epoch)
+			}
+		}
+		for k, f := range final {
+			if _, ok := state[k]; !ok {
+				e.failf("row %s=%q@%d is in the sink's final state but no commit in its history wrote it", k, f.Value, f.Epoch)
+			}
+		}
+		state = final
+	}
+	rejected := 0
+	for _, a := range as {
+		if a.Op != contract.OpPut || !isReject(a) {
+			continue
+		}
+		rejected++
+		if r, ok := state[a.Key]; ok && r.Value == a.Value && r.Epoch == a.Epoch {
+			e.failf("%s was rejected, yet the final state holds it", describe(a))
+		}
+	}
+	if len(as) == 0 {
+		e.failf("the sink's history is empty: nothing to judge")
+	}
+	if !e.fail {
+		src := "replayed from the history"
+		if s.FinalRecords != nil {
+			src = "read from the sink, equal to the replay"
+		}
+		e.addf("%d rejected writes, none in the final state (%d rows, %s)", rejected, len(state), src)
+	}
+	return e.verdict()
+}
+
+func checkFloorMonotonic(s *history.Scenario) Verdict {
+	var e evidence
+	as := attempts(s)
+	var floor, highest uint64
+	for i, a := range as {
+		if i > 0 && a.Seq != as[i-1].Seq+1 {
+			e.failf("sink history has a hole: seq %d then %d", as[i-1].Seq, a.Seq)
+		}
+		if a.FloorAfter < floor {
+			e.failf("%s: floor went back %d -> %d", describe(a), floor, a.FloorAfter)
+		}
+		floor = a.FloorAfter
+		if a.Committed() {
+			if a.Epoch < highest {
+				e.failf("%s: committed below the highest committed epoch %d", describe(a), highest)
+			}
+			if a.Epoch > highest {
+				highest = a.Epoch
+			}
+		}
+	}
+	if len(as) == 0 {
+		e.failf("the sink's history is empty: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d attempts, floor ends at %d, highest committed epoch %d", len(as), floor, highest)
+	}
+	return e.verdict()
+}
+
+func checkIdempotency(s *history.Scenario) Verdict {
+	var e evidence
+	applied := map[string]contract.Attempt{}
+	keyed, dups := 0, 0
+	for _, a := range attempts(s) {
+		if a.Op != contract.OpPut || a.IdempotencyKey == "" {
+			continue
+		}
+		switch a.Result {
+		case contract.ResultOK:
+			keyed++
+			if p, ok := applied[a.IdempotencyKey]; ok {
+				e.failf("Idempotency-Key %q applied twice: seq %d and seq %d", a.IdempotencyKey, p.Seq, a.Seq)
+				continue
+			}
+			applied[a.IdempotencyKey] = a
+		case contract.ResultOKDup:
+			dups++
+			if _, ok := applied[a.IdempotencyKey]; !ok {
+				e.failf("%s: OK_DUP for a key never applied", describe(a))
+			}
+		}
+	}
+	if keyed == 0 {
+		e.failf("no commit carried an Idempotency-Key: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d keyed commits, each applied once; %d retries answered OK_DUP", keyed, dups)
+	}
+	return e.verdict()
+}
+
+func checkUnfenced(s *history.Scenario) Verdict {
+	var e evidence
+	fencedAt := map[uint64]uint64{} // epoch -> seq of its first fence
+	firstCommit := map[uint64]bool{}
+	commits := 0
+	for _, a := range attempts(s) {
+		if a.Op == contract.OpFence {
+			if _, ok := fencedAt[a.Epoch]; !ok {
+				fencedAt[a.Epoch] = a.Seq
+			}
+			continue
+		}
+		if !a.Committed() {
+			continue
+		}
+		commits++
+		if a.Epoch == 0 {
+			e.failf("%s: committed without an epoch", describe(a))
+			continue
+		}
+		if !firstCommit[a.Epoch] {
+			firstCommit[a.Epoch] = true
+			if _, ok := fencedAt[a.Epoch]; !ok {
+				e.failf("%s: first commit of term %d, but no fence for term %d reached the sink before it", describe(a), a.Epoch, a.Epoch)
+			}
+		}
+	}
+	if commits == 0 {
+		e.failf("the sink committed nothing: nothing to judge")
+	}
+	if !e.fail {
+		e.addf("%d commits, all with an epoch; %d terms, each fenced before its first commit", commits, len(firstCommit))
+	}
+	return e.verdict()
+}
+
+func checkRejectStaleSeen(s *history.Scenario) Verdict {
+	var e evidence
+	n := 0
+	for _, a := range attempts(s) {
+		if a.Result == contract.ResultRejectStale {
+			if n == 0 {
+				e.addf("first: %s at %s (floor %d)", describe(a), ts(a.Arrived), a.FloorAfter)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		e.failf("the sink never answered %s in %d attempts", contract.ResultRejectStale, len(s.Attempts))
+	} else {
+		e.addf("%d attempts answered %s", n, contract.ResultRejectStale)
+	}
+	return e.verdict()
+}

@@ -1,0 +1,286 @@
+// Package synth builds synthetic scenario histories from a tiny discrete
+// model of three leader-elected pods and a sink: a correct run, or one with
+// a chosen defect. The checks' tests, the report renderer's tests and the
+// screenshot of the timeline all use it; it never touches a cluster.
+package synth
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// Defect selects a broken variant (zero value: everything correct).
+type Defect struct {
+	UnfencedSink   bool // the sink accepts every epoch
+	FencingOff     bool // the reconciler sends no epoch and no fence
+	IgnoreDemotion bool // the old leader keeps writing after losing the lease
+	LiveEpoch      bool // stale writes stamped with the live term
+	NoDrain        bool // the bridge drops its buffer on stop
+	TermOnRenew    bool // every renew bumps the term
+	NoTermBump     bool // a takeover keeps the old term
+	Shutdown       bool // the last leader is shut down at the end (bridge abort)
+	SlowAbort      bool // the abort takes longer than the limit
+	WatchGap       bool // the Lease watch lost 2s (410 Gone)
+}
+
+// T0 is when every synthetic scenario starts.
+var T0 = time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+
+type pod struct {
+	name, id  string
+	leader    bool
+	term      uint64
+	cut       bool // partitioned from the apiserver
+	lastRenew time.Time
+	writes    int
+	writing   bool // keeps writing (leader, or ignoring demotion)
+}
+
+type model struct {
+	s       *history.Scenario
+	now     time.Time
+	pods    []*pod
+	holder  *pod
+	term    uint64
+	rv      int
+	floor   uint64
+	seq     uint64
+	applied map[string]bool
+	d       Defect
+}
+
+// Scenario returns a partition scenario: pod-a leads, is cut off from the
+// apiserver for 9s (lease 4s), pod-c takes over, the partition heals.
+func Scenario(name string, d Defect) *history.Scenario {
+	s := &history.Scenario{
+		Name: name, Namespace: "fc-" + name,
+		Description: "synthetic: leader partitioned for 9s with a 4s lease, then healed",
+		Config: history.Config{
+			LeaseDuration: history.Duration(4 * time.Second), RenewDeadline: history.Duration(3 * time.Second),
+			RetryPeriod: history.Duration(time.Second), DrainTimeout: history.Duration(2 * time.Second),
+			WriteInterval: history.Duration(500 * time.Millisecond), AbortLimit: history.Duration(200 * time.Millisecond),
+			FencingRequired: true,
+		},
+		Events: map[string][]eventlog.Event{},
+		Lease:  history.LeaseWatch{Name: "fencecheck-reconciler", Start: T0.Add(-time.Second)},
+		Expect: map[string]history.Outcome{},
+	}
+	m := &model{s: s, now: T0, applied: map[string]bool{}, d: d}
+	for i, n := range []string{"pod-a", "pod-b", "pod-c"} {
+		p := &pod{name: n, id: fmt.Sprintf("%s_%08x", n, 0xa0+i)}
+		m.pods = append(m.pods, p)
+		m.emit(p, eventlog.Event{Kind: eventlog.KindStarted})
+	}
+	a, c := m.pods[0], m.pods[2]
+	s.Phases = append(s.Phases, history.Phase{Name: "deploy", Start: T0, End: T0.Add(time.Second)})
+	m.acquire(a)
+	cutAt, healAt := T0.Add(5*time.Second), T0.Add(14*time.Second)
+	end := T0.Add(20 * time.Second)
+	step := 100 * time.Millisecond
+	for m.now = T0.Add(step); !m.now.After(end); m.now = m.now.Add(step) {
+		if m.now.Equal(cutAt) {
+			a.cut = true
+			s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: "partition", Pod: a.name, Node: "fencecheck-worker", Injected: cutAt, Recovered: healAt})
+		}
+		if m.now.Equal(healAt) {
+			a.cut = false
+		}
+		m.tick(c)
+	}
+	m.now = end
+	if d.Shutdown && m.holder != nil {
+		m.shutdown(m.holder)
+	}
+	s.Phases = append(s.Phases,
+		history.Phase{Name: "steady", Start: T0.Add(time.Second), End: cutAt},
+		history.Phase{Name: "partition", Start: cutAt, End: healAt},
+		history.Phase{Name: "heal", Start: healAt, End: m.now})
+	s.Lease.End = m.now.Add(time.Second)
+	if d.WatchGap {
+		var kept []history.LeaseRecord
+		from, to := T0.Add(9*time.Second), T0.Add(11*time.Second)
+		for _, r := range s.Lease.Records {
+			if r.Observed.Before(from) || r.Observed.After(to) {
+				kept = append(kept, r)
+			}
+		}
+		s.Lease.Records = kept
+		s.Lease.Gaps = []history.Gap{{From: from, To: to, Reason: "410 Gone: resourceVersion too old"}}
+	}
+	state := map[string]contract.Record{}
+	var keys []string
+	for _, at := range s.Attempts {
+		if at.Committed() {
+			if _, ok := state[at.Key]; !ok {
+				keys = append(keys, at.Key)
+			}
+			state[at.Key] = contract.Record{Key: at.Key, Value: at.Value, Epoch: at.Epoch}
+		}
+	}
+	for _, k := range keys {
+		s.FinalRecords = append(s.FinalRecords, state[k])
+	}
+	for _, c := range []string{"term-monotonic", "term-step", "no-stale-commit", "epoch-held-by-writer",
+		"row-epoch-monotonic", "rejected-not-in-final-state", "floor-monotonic", "idempotency",
+		"unfenced-writes", "old-leader-steps-down", "bridge-drain", "bridge-join", "failover-liveness"} {
+		s.Expect[c] = history.MustPass
+	}
+	if d.Shutdown {
+		s.Expect["bridge-abort"] = history.MustPass
+	}
+	return s
+}
+
+// Run wraps scenarios into a run.
+func Run(id string, ss ...*history.Scenario) *history.Run {
+	return &history.Run{Format: history.FormatVersion, Meta: history.Meta{RunID: id, Seed: 1, Started: T0, Ended: T0.Add(time.Minute),
+		Versions: map[string]string{"fencecheck": "synthetic"}}, Scenarios: ss}
+}
+
+func (m *model) emit(p *pod, e eventlog.Event) {
+	e.Time, e.Pod, e.Identity = m.now, p.name, p.id
+	m.s.Events[p.name] = append(m.s.Events[p.name], e)
+}
+
+func (m *model) record(event string) {
+	m.rv++
+	r := history.LeaseRecord{Observed: m.now.Add(20 * time.Millisecond), Event: event, ResourceVersion: fmt.Sprint(1000 + m.rv),
+		UID: "5f0c2d4e-uid", TermRaw: fmt.Sprint(m.term), Term: m.term, TermOK: true}
+	if m.holder != nil {
+		r.Holder = m.holder.id
+		rt := m.holder.lastRenew
+		r.RenewTime = &rt
+	}
+	m.s.Lease.Records = append(m.s.Lease.Records, r)
+}
+
+func (m *model) acquire(p *pod) {
+	if !m.d.NoTermBump || m.term == 0 {
+		m.term++
+	}
+	m.holder, p.leader, p.writing, p.term, p.lastRenew = p, true, true, m.term, m.now
+	ev := "MODIFIED"
+	if m.rv == 0 {
+		ev = "ADDED"
+	}
+	m.record(ev)
+	m.emit(p, eventlog.Event{Kind: eventlog.KindAcquired, Epoch: p.term})
+	if !m.d.FencingOff {
+		a := m.attempt(contract.Attempt{Op: contract.OpFence, Epoch: p.term})
+		m.emit(p, eventlog.Event{Kind: eventlog.KindFence, Epoch: p.term, Result: a.Result, Status: a.Status})
+	}
+	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeSpawned, Epoch: p.term, Capacity: 128})
+}
+
+// attempt applies the sink's rule and records the attempt.
+func (m *model) attempt(a contract.Attempt) contract.Attempt {
+	m.seq++
+	a.Seq, a.Arrived, a.Status = m.seq, m.now.Add(5*time.Millisecond), 200
+	fenced := !m.d.UnfencedSink
+	switch {
+	case a.Op == contract.OpFence:
+		if fenced && a.Epoch < m.floor {
+			a.Result, a.Status = contract.ResultRejectStale, 409
+		} else {
+			a.Result = contract.ResultOK
+			if a.Epoch > m.floor {
+				m.floor = a.Epoch
+			}
+		}
+	case fenced && a.Epoch < m.floor:
+		a.Result, a.Status = contract.ResultRejectStale, 409
+	case m.applied[a.IdempotencyKey]:
+		a.Result = contract.ResultOKDup
+	default:
+		a.Result = contract.ResultOK
+		m.applied[a.IdempotencyKey] = true
+		if a.Epoch > m.floor {
+			m.floor = a.Epoch
+		}
+	}
+	a.FloorAfter = m.floor
+	m.s.Attempts = append(m.s.Attempts, a)
+	return a
+}
+
+func (m *model) write(p *pod) {
+	p.writes++
+	epoch := p.term
+	if m.d.LiveEpoch && !p.leader {
+		epoch = m.term
+	}
+	sent := epoch
+	if m.d.FencingOff {
+		sent = 0
+	}
+	key := fmt.Sprintf("row-%d", p.writes%3)
+	val := fmt.Sprintf("%s-t%d-%d", p.name, epoch, p.writes)
+	idem := fmt.Sprintf("%s-%d", p.id, p.writes)
+	a := m.attempt(contract.Attempt{Op: contract.OpPut, Key: key, Value: val, Epoch: sent, IdempotencyKey: idem})
+	m.emit(p, eventlog.Event{Kind: eventlog.KindWrite, Key: key, Value: val, IdempotencyKey: idem, Epoch: epoch, Result: a.Result, Status: a.Status})
+}
+
+func (m *model) stepDown(p *pod) {
+	p.leader = false
+	m.emit(p, eventlog.Event{Kind: eventlog.KindLost, Epoch: p.term})
+	dropped, drained := 0, 2
+	if m.d.NoDrain {
+		dropped, drained = 2, 0
+	}
+	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeDrained, Epoch: p.term, Count: drained, DurationMs: 12,
+		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=%d dropped=%d", p.writes+dropped, p.writes, drained, dropped)})
+	yes := true
+	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeJoined, Epoch: p.term, JoinedInTime: &yes, DurationMs: 13, DrainTimeoutMs: 2000, Detail: "exit=drained"})
+	if !m.d.IgnoreDemotion {
+		p.writing = false
+	}
+}
+
+func (m *model) shutdown(p *pod) {
+	took := 3.5
+	if m.d.SlowAbort {
+		took = 900
+	}
+	m.now = m.now.Add(100 * time.Millisecond)
+	p.leader, p.writing = false, false
+	m.now = m.now.Add(time.Duration(took * float64(time.Millisecond)))
+	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeAborted, Epoch: p.term, Count: 1, DurationMs: took,
+		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=0 dropped=1", p.writes+1, p.writes)})
+	yes := true
+	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeJoined, Epoch: p.term, JoinedInTime: &yes, DurationMs: took + 1, DrainTimeoutMs: 2000, Detail: "exit=aborted"})
+	m.emit(p, eventlog.Event{Kind: eventlog.KindStopped})
+	m.holder = nil
+	m.record("MODIFIED")
+}
+
+func (m *model) tick(successor *pod) {
+	h := m.holder
+	// Renew every retry period, unless cut off.
+	if h != nil && !h.cut && h.leader && m.now.Sub(h.lastRenew) >= time.Second {
+		h.lastRenew = m.now
+		if m.d.TermOnRenew {
+			m.term++
+			h.term = m.term
+		}
+		m.record("MODIFIED")
+	}
+	// A cut-off leader gives up after the renew deadline.
+	if h != nil && h.cut && h.leader && m.now.Sub(h.lastRenew) >= 3*time.Second {
+		m.stepDown(h)
+	}
+	// The successor takes over once the lease expired (+ its retry tick).
+	if h != nil && h != successor && m.now.Sub(h.lastRenew) >= 5*time.Second {
+		m.acquire(successor)
+	}
+	if m.now.Sub(T0)%(500*time.Millisecond) == 0 {
+		for _, p := range m.pods {
+			if p.writing {
+				m.write(p)
+			}
+		}
+	}
+}
