@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	apiserver := fs.Bool("apiserver", false, "GET /version through the kubernetes Service ClusterIP (KUBERNETES_SERVICE_HOST)")
+	url := fs.String("url", "", "URL to GET, e.g. http://svc.ns.svc.cluster.local:8080/ping")
+	timeout := fs.Duration("timeout", 5*time.Second, "timeout of each request")
+	if err := fs.Parse(args); err != nil {
+		return exitForFlagErr(err)
+	}
+	if fs.NArg() > 0 || (!*apiserver && *url == "") {
+		fmt.Fprintln(stderr, "check: give --apiserver and/or --url, and no other arguments")
+		return 2
+	}
+	var target *apiserverTarget
+	if *apiserver {
+		t, err := inClusterTarget(os.Getenv, saDir)
+		if err != nil {
+			fmt.Fprintln(stdout, "FAIL apiserver:", err)
+			return 1
+		}
+		target = &t
+	}
+	return doCheck(target, *url, *timeout, stdout)
+}
+
+// doCheck runs each requested check once and prints one line per check.
+func doCheck(target *apiserverTarget, url string, timeout time.Duration, stdout io.Writer) int {
+	failed := false
+	if target != nil {
+		v, err := getVersion(target.keptOpenClient(timeout), *target)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stdout, "FAIL apiserver %s: %v\n", target.URL, err)
+		} else {
+			fmt.Fprintf(stdout, "OK apiserver %s: version %s\n", target.URL, v)
+		}
+	}
+	if url != "" {
+		body, err := getURL(newConnClient(timeout), url)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stdout, "FAIL url %s: %v\n", url, err)
+		} else {
+			fmt.Fprintf(stdout, "OK url %s: %s\n", url, body)
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
