@@ -11,9 +11,9 @@ import (
 	"github.com/fencecheck/fencecheck/eventlog"
 )
 
-// podOf maps a holder identity to its pod: from the pods' own events when
+// PodOf maps a holder identity to its pod: from the pods' own events when
 // they logged it, else the "<pod>_<8 hex>" naming convention.
-func podOf(s *history.Scenario, identity string) string {
+func PodOf(s *history.Scenario, identity string) string {
 	for pod, evs := range s.Events {
 		for _, ev := range evs {
 			if ev.Identity == identity {
@@ -35,7 +35,7 @@ func checkStepsDown(s *history.Scenario) Verdict {
 			continue
 		}
 		n++
-		pod := podOf(s, t.From)
+		pod := PodOf(s, t.From)
 		evs := s.Events[pod]
 		if len(evs) == 0 {
 			e.failf("takeover %s -> %s at %s: no events from %s to show it stepped down", t.From, t.To, ts(t.Observed), pod)
@@ -240,7 +240,7 @@ func Failovers(s *history.Scenario) ([]Failover, []string) {
 			problems = append(problems, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
 			continue
 		}
-		if podOf(s, h.Holder) != w.Pod {
+		if PodOf(s, h.Holder) != w.Pod {
 			problems = append(problems, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s)", w.Kind, w.Pod, ts(w.Injected), h.Holder))
 			continue
 		}

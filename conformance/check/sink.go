@@ -383,3 +383,27 @@ func checkRejectStaleSeen(s *history.Scenario) Verdict {
 	}
 	return e.verdict()
 }
+
+// WriterPods attributes every sink attempt to the pod that sent it, by
+// Seq (absent if unknown): a put by its write event, a fence by the fence
+// event of the same epoch.
+func WriterPods(s *history.Scenario) map[uint64]string {
+	w := indexWriters(s)
+	fences := map[uint64]string{}
+	for _, ev := range s.AllEvents() {
+		if _, ok := fences[ev.Epoch]; ev.Kind == eventlog.KindFence && !ok {
+			fences[ev.Epoch] = ev.Pod
+		}
+	}
+	out := map[uint64]string{}
+	for _, a := range s.Attempts {
+		if a.Op == contract.OpFence {
+			if p, ok := fences[a.Epoch]; ok {
+				out[a.Seq] = p
+			}
+		} else if evs := w.of(a); len(evs) > 0 {
+			out[a.Seq] = evs[0].Pod
+		}
+	}
+	return out
+}

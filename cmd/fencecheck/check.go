@@ -1,0 +1,155 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/report"
+)
+
+// Exit codes of check and report.
+const (
+	exitOK        = 0
+	exitFailed    = 1 // a verdict differs from what its scenario expects
+	exitUsage     = 2
+	exitDiffers   = 3 // the re-check differs from the saved verdicts.json
+	exitBadReport = 4 // the report directory cannot be read
+)
+
+func init() {
+	register("check", "re-check a saved run (DIR/history.json) offline with the same verdicts", func(args []string) int {
+		return runCheck(args, os.Stdout, os.Stderr)
+	})
+	register("report", "re-render the reports of a saved run (DIR/history.json) from its history", func(args []string) int {
+		return runReport(args, os.Stdout, os.Stderr)
+	})
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verbose := fs.Bool("v", false, "print the evidence of every verdict, not only of unexpected ones")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: fencecheck check [-v] DIR
+
+Re-runs every check on DIR/history.json, compares each verdict with what
+its scenario expects (a caught negative control is as expected), and, when
+DIR/verdicts.json exists, with the verdicts saved by the run.
+Exit 0: all as expected and identical to the saved verdicts; 1: a verdict
+is not as expected; 3: the re-check differs from verdicts.json; 2: usage;
+4: DIR cannot be read.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	dir := fs.Arg(0)
+	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		return exitBadReport
+	}
+	results := check.Evaluate(run)
+	for _, r := range results {
+		mark := "ok  "
+		if !r.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(stdout, "%s %s/%s: expected %s, %s\n", mark, r.Scenario, r.Check, r.Expected, verdictWord(r))
+		if !r.OK || *verbose {
+			for _, e := range r.Evidence {
+				fmt.Fprintf(stdout, "       %s\n", e)
+			}
+		}
+	}
+	c := report.Count(results)
+	fmt.Fprintf(stdout, "%d results: %d as expected, %d not (%d negative controls caught, %d informative)\n", c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative)
+	code := exitOK
+	if c.Failed > 0 {
+		code = exitFailed
+	}
+	saved, err := report.LoadVerdicts(filepath.Join(dir, report.VerdictsFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintln(stdout, "no verdicts.json saved: nothing to compare with")
+	case err != nil:
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		return exitBadReport
+	default:
+		if d := report.Diff(saved, results); len(d) > 0 {
+			fmt.Fprintf(stdout, "the re-check differs from %s:\n", report.VerdictsFile)
+			for _, line := range d {
+				fmt.Fprintf(stdout, "  %s\n", line)
+			}
+			if code == exitOK {
+				code = exitDiffers
+			}
+		} else {
+			fmt.Fprintf(stdout, "identical to the saved %s\n", report.VerdictsFile)
+		}
+	}
+	return code
+}
+
+func verdictWord(r check.Result) string {
+	switch {
+	case r.Expected == history.MustFail && !r.Pass:
+		return "failed (negative control caught)"
+	case r.Expected == history.MustFail:
+		return "PASSED (negative control escaped)"
+	case r.Pass:
+		return "passed"
+	}
+	return "failed"
+}
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: fencecheck report DIR
+
+Re-checks DIR/history.json and rewrites verdicts.json, junit.xml,
+summary.md and index.html in DIR (history.json is not touched).`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	dir := fs.Arg(0)
+	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck report: %v\n", err)
+		return exitBadReport
+	}
+	results := check.Evaluate(run)
+	if err := report.Render(dir, run, results); err != nil {
+		fmt.Fprintf(stderr, "fencecheck report: %v\n", err)
+		return exitBadReport
+	}
+	fmt.Fprintf(stdout, "wrote %s, %s, %s, %s in %s\n", report.VerdictsFile, report.JUnitFile, report.SummaryFile, report.HTMLFile, dir)
+	if !check.AllOK(results) {
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,467 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// termPalette colours terms; red is kept for partitions and rejections.
+var termPalette = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
+
+func termColor(t uint64) string {
+	if t == 0 {
+		return "#444444"
+	}
+	return termPalette[int((t-1)%uint64(len(termPalette)))]
+}
+
+const (
+	svgLeft   = 150.0 // lane labels
+	svgPlot   = 1000.0
+	svgRight  = 30.0
+	laneH     = 64.0
+	axisH     = 30.0
+	legendH   = 54.0
+	sinkLaneH = 70.0
+)
+
+// HTML renders index.html: the verdicts and one timeline per scenario.
+func HTML(run *history.Run, results []check.Result) []byte {
+	var b bytes.Buffer
+	c := Count(results)
+	status, color := "PASSED", "#2e7d32"
+	if c.Failed > 0 {
+		status, color = "FAILED", "#c62828"
+	}
+	esc := html.EscapeString
+	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><title>fencecheck %s</title><style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1220px}
+h1 span{color:%s} table{border-collapse:collapse;margin:8px 0 16px} td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f3f3} .ok{color:#2e7d32} .bad{color:#c62828;font-weight:bold} .ctl{color:#6a1b9a} .info{color:#777}
+details{margin:0} summary{cursor:pointer} pre{margin:4px 0;white-space:pre-wrap;font-size:12px}
+section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
+</style></head><body>`, esc(run.Meta.RunID), color)
+	fmt.Fprintf(&b, "<h1>fencecheck conformance %s: <span>%s</span></h1>\n", esc(run.Meta.RunID), status)
+	fmt.Fprintf(&b, "<p>%d results: %d as expected, %d not; %d negative controls caught; %d informative. Seed %d.</p>\n",
+		c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative, run.Meta.Seed)
+	b.WriteString("<table><tr><th>scenario</th><th>results</th><th>as expected</th></tr>\n")
+	for _, s := range run.Scenarios {
+		var n, ok int
+		for _, r := range results {
+			if r.Scenario == s.Name {
+				n++
+				if r.OK {
+					ok++
+				}
+			}
+		}
+		cls := "ok"
+		if ok != n {
+			cls = "bad"
+		}
+		fmt.Fprintf(&b, `<tr><td><a href="#%s">%s</a></td><td>%d</td><td class="%s">%d</td></tr>`+"\n", esc(s.Name), esc(s.Name), n, cls, ok)
+	}
+	b.WriteString("</table>\n")
+	for _, s := range run.Scenarios {
+		fmt.Fprintf(&b, `<section id="%s"><h2>%s</h2>`, esc(s.Name), esc(s.Name))
+		if s.Description != "" {
+			fmt.Fprintf(&b, "<p>%s</p>", esc(s.Description))
+		}
+		fmt.Fprintf(&b, "<p>Lease %v · renew %v · retry %v · drain_timeout %v · reconciler <code>%s</code> · sink <code>%s</code></p>\n",
+			s.Config.LeaseDuration.D(), s.Config.RenewDeadline.D(), s.Config.RetryPeriod.D(), s.Config.DrainTimeout.D(),
+			esc(strings.Join(s.Config.ReconcilerArgs, " ")), esc(strings.Join(s.Config.SinkArgs, " ")))
+		b.WriteString(Timeline(s))
+		b.WriteString("<table><tr><th>check</th><th>expected</th><th>verdict</th><th>evidence</th></tr>\n")
+		for _, r := range results {
+			if r.Scenario != s.Name {
+				continue
+			}
+			cls := "ok"
+			switch {
+			case !r.OK:
+				cls = "bad"
+			case r.Expected == history.MustFail:
+				cls = "ctl"
+			case r.Expected == history.Any:
+				cls = "info"
+			}
+			first := ""
+			if len(r.Evidence) > 0 {
+				first = r.Evidence[0]
+			}
+			fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td class="%s">%s</td><td><details><summary>%s</summary><pre>%s</pre></details></td></tr>`+"\n",
+				esc(r.Check), esc(string(r.Expected)), cls, esc(outcomeWord(r)), esc(first), esc(strings.Join(r.Evidence, "\n")))
+		}
+		b.WriteString("</table>\n")
+		if fs, _ := check.Failovers(s); len(fs) > 0 {
+			b.WriteString("<table><tr><th>failover</th><th>terms</th><th>injected → first commit of the new term</th><th>bound (lease + retry)</th></tr>\n")
+			for _, f := range fs {
+				took, cls := "never", "bad"
+				if !f.FirstCommit.IsZero() {
+					took = f.Failover.Round(time.Millisecond).String()
+					if f.WithinBound() {
+						cls = "ok"
+					}
+				}
+				fmt.Fprintf(&b, `<tr><td>%s of %s</td><td>%d → %d</td><td class="%s">%s</td><td>%v</td></tr>`+"\n", esc(f.Kind), esc(f.Pod), f.FromTerm, f.ToTerm, cls, took, f.Bound)
+			}
+			b.WriteString("</table>\n")
+		}
+		for _, e := range s.Errors {
+			fmt.Fprintf(&b, `<p class="bad">collection problem: %s</p>`, esc(e))
+		}
+		b.WriteString("</section>\n")
+	}
+	b.WriteString("</body></html>\n")
+	return b.Bytes()
+}
+
+// span is the time range a timeline shows.
+func span(s *history.Scenario) (time.Time, time.Time) {
+	var lo, hi time.Time
+	see := func(t time.Time) {
+		if t.IsZero() {
+			return
+		}
+		if lo.IsZero() || t.Before(lo) {
+			lo = t
+		}
+		if hi.IsZero() || t.After(hi) {
+			hi = t
+		}
+	}
+	for _, p := range s.Phases {
+		see(p.Start)
+		see(p.End)
+	}
+	for _, r := range s.Lease.Records {
+		see(r.Observed)
+	}
+	for _, a := range s.Attempts {
+		see(a.Arrived)
+	}
+	for _, w := range s.Chaos {
+		see(w.Injected)
+		see(w.Recovered)
+	}
+	if lo.IsZero() {
+		lo = time.Unix(0, 0)
+	}
+	if !hi.After(lo) {
+		hi = lo.Add(time.Second)
+	}
+	return lo, hi
+}
+
+type svg struct {
+	b      bytes.Buffer
+	lo, hi time.Time
+}
+
+func (g *svg) x(t time.Time) float64 {
+	f := float64(t.Sub(g.lo)) / float64(g.hi.Sub(g.lo))
+	if f < 0 {
+		f = 0
+	}
+	if f > 1 {
+		f = 1
+	}
+	return svgLeft + f*svgPlot
+}
+
+func (g *svg) f(format string, a ...any) { fmt.Fprintf(&g.b, format, a...) }
+
+func (g *svg) text(x, y float64, anchor, style, s string) {
+	g.f(`<text x="%.1f" y="%.1f" text-anchor="%s" %s>%s</text>`+"\n", x, y, anchor, style, html.EscapeString(s))
+}
+
+// Timeline renders one scenario as an inline SVG: one lane per pod with
+// who holds the Lease (coloured by term), what each pod believes, the
+// chaos windows shaded, and every sink attempt as a mark on its writer's
+// lane; a last lane plots the sink's floor.
+func Timeline(s *history.Scenario) string {
+	lo, hi := span(s)
+	g := &svg{lo: lo, hi: hi}
+	pods := s.Pods()
+	for _, w := range s.Chaos {
+		if _, ok := s.Events[w.Pod]; !ok {
+			pods = append(pods, w.Pod)
+		}
+	}
+	sort.Strings(pods)
+	laneOf := map[string]int{}
+	for i, p := range pods {
+		laneOf[p] = i
+	}
+	top := legendH + axisH
+	height := top + float64(len(pods))*laneH + sinkLaneH + 20
+	width := svgLeft + svgPlot + svgRight
+	g.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="system-ui,sans-serif" font-size="12">`+"\n", width, height, width, height)
+	g.f(`<defs><pattern id="cut" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="#fdecea"/><line x1="0" y1="0" x2="0" y2="8" stroke="#e57373" stroke-width="3"/></pattern></defs>` + "\n")
+	g.f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+
+	terms := termsUsed(s)
+	g.legend(terms)
+
+	// Axis with ticks every "nice" step.
+	step := niceStep(hi.Sub(lo))
+	for d := time.Duration(0); lo.Add(d).Before(hi) || lo.Add(d).Equal(hi); d += step {
+		x := g.x(lo.Add(d))
+		g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e6e6e6"/>`+"\n", x, top-4, x, height-20)
+		g.text(x, top-8, "middle", `fill="#555"`, "+"+fmtDur(d))
+	}
+	g.text(10, top-8, "start", `fill="#555"`, "t0 = "+lo.UTC().Format("15:04:05")+" UTC")
+
+	// Lanes.
+	for i, p := range pods {
+		y := top + float64(i)*laneH
+		fill := "#fafafa"
+		if i%2 == 1 {
+			fill = "#f2f2f2"
+		}
+		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", svgLeft, y, svgPlot, laneH, fill)
+		g.text(svgLeft-8, y+22, "end", `font-weight="bold"`, p)
+		g.text(svgLeft-8, y+38, "end", `fill="#777" font-size="10"`, "lease · belief")
+		g.text(svgLeft-8, y+53, "end", `fill="#777" font-size="10"`, "writes")
+	}
+	// Chaos windows shade their pod's lane.
+	for _, w := range s.Chaos {
+		i, ok := laneOf[w.Pod]
+		if !ok {
+			continue
+		}
+		y := top + float64(i)*laneH
+		x0, x1 := g.x(w.Injected), g.x(w.Recovered)
+		if w.Recovered.IsZero() {
+			x1 = svgLeft + svgPlot
+		}
+		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#cut)" opacity="0.9"><title>%s %s .. %s</title></rect>`+"\n",
+			x0, y+1, max(x1-x0, 2), laneH-2, html.EscapeString(w.Kind), w.Injected.UTC().Format("15:04:05.000"), w.Recovered.UTC().Format("15:04:05.000"))
+		g.text(x0+4, y+laneH-3, "start", `fill="#b71c1c" font-size="10"`, w.Kind)
+	}
+	// Who holds the Lease, per the watch.
+	recs := s.Lease.Records
+	for i, r := range recs {
+		if r.Holder == "" || r.Event == "DELETED" {
+			continue
+		}
+		end := hi
+		for j := i + 1; j < len(recs); j++ {
+			if recs[j].Holder != r.Holder || recs[j].Term != r.Term || recs[j].Event == "DELETED" {
+				end = recs[j].Observed
+				break
+			}
+		}
+		if i > 0 && recs[i-1].Holder == r.Holder && recs[i-1].Term == r.Term && recs[i-1].Event != "DELETED" {
+			continue // drawn from the first record of this run
+		}
+		lane, ok := laneOf[check.PodOf(s, r.Holder)]
+		if !ok {
+			continue
+		}
+		y := top + float64(lane)*laneH
+		x0, x1 := g.x(r.Observed), g.x(end)
+		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="18" rx="3" fill="%s"><title>%s holds term %d from %s</title></rect>`+"\n",
+			x0, y+8, max(x1-x0, 2), termColor(r.Term), html.EscapeString(r.Holder), r.Term, r.Observed.UTC().Format("15:04:05.000"))
+		if x1-x0 > 50 {
+			g.text(x0+5, y+21, "start", `fill="white" font-weight="bold"`, fmt.Sprintf("term %d", r.Term))
+		}
+	}
+	for _, gp := range s.Lease.Gaps {
+		x0, x1 := g.x(gp.From), g.x(gp.To)
+		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#000" opacity="0.25"><title>watch gap: %s</title></rect>`+"\n", x0, top, max(x1-x0, 2), float64(len(pods))*laneH, html.EscapeString(gp.Reason))
+		g.text(x0+2, top+10, "start", `fill="#000" font-size="10"`, "watch gap")
+	}
+	// What each pod believes: acquired .. lost/stopped.
+	for _, p := range pods {
+		y := top + float64(laneOf[p])*laneH
+		var from time.Time
+		var term uint64
+		draw := func(to time.Time) {
+			x0, x1 := g.x(from), g.x(to)
+			g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s" opacity="0.8"><title>%s believes it leads with term %d</title></rect>`+"\n", x0, y+30, max(x1-x0, 1), termColor(term), html.EscapeString(p), term)
+		}
+		for _, ev := range s.Events[p] {
+			switch ev.Kind {
+			case eventlog.KindAcquired:
+				from, term = ev.Time, ev.Epoch
+			case eventlog.KindLost, eventlog.KindStopped:
+				if !from.IsZero() {
+					draw(ev.Time)
+					from = time.Time{}
+				}
+				if ev.Kind == eventlog.KindStopped {
+					x := g.x(ev.Time)
+					g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-width="2"><title>%s stopped</title></line>`+"\n", x, y+4, x, y+laneH-4, html.EscapeString(p))
+				}
+			case eventlog.KindBridgeAborted:
+				x := g.x(ev.Time)
+				g.text(x, y+6+0, "middle", `fill="#6a1b9a" font-size="10"`, "abort")
+			}
+		}
+		if !from.IsZero() {
+			draw(hi)
+		}
+	}
+	// Sink attempts on their writer's lane; unattributed ones on the sink lane.
+	sinkY := top + float64(len(pods))*laneH
+	writer := check.WriterPods(s)
+	var highest uint64 // highest epoch the sink saw so far: commits below it are stale
+	for _, a := range sortedAttempts(s) {
+		y := sinkY + 14
+		if lane, ok := laneOf[writer[a.Seq]]; ok {
+			y = top + float64(lane)*laneH + 48
+		}
+		g.mark(a, g.x(a.Arrived), y, a.Committed() && a.Epoch < highest)
+		if (a.Committed() || a.Op == contract.OpFence) && a.Epoch > highest {
+			highest = a.Epoch
+		}
+		if a.FloorAfter > highest {
+			highest = a.FloorAfter
+		}
+	}
+	// The sink's floor as a step line.
+	g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#eef3f8"/>`+"\n", svgLeft, sinkY, svgPlot, sinkLaneH)
+	g.text(svgLeft-8, sinkY+22, "end", `font-weight="bold"`, "sink")
+	g.text(svgLeft-8, sinkY+38, "end", `fill="#777" font-size="10"`, "floor (highest epoch)")
+	var maxFloor uint64 = 1
+	for _, a := range s.Attempts {
+		if a.FloorAfter > maxFloor {
+			maxFloor = a.FloorAfter
+		}
+	}
+	fy := func(f uint64) float64 { return sinkY + sinkLaneH - 8 - float64(f)/float64(maxFloor)*(sinkLaneH-30) }
+	var pts []string
+	var cur uint64
+	px := svgLeft
+	pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, fy(0)))
+	for _, a := range sortedAttempts(s) {
+		if a.FloorAfter != cur {
+			x := g.x(a.Arrived)
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, fy(cur)), fmt.Sprintf("%.1f,%.1f", x, fy(a.FloorAfter)))
+			if a.FloorAfter > cur {
+				g.text(x+3, fy(a.FloorAfter)-3, "start", `fill="#333" font-size="10"`, fmt.Sprintf("floor %d", a.FloorAfter))
+			}
+			cur = a.FloorAfter
+		}
+	}
+	pts = append(pts, fmt.Sprintf("%.1f,%.1f", svgLeft+svgPlot, fy(cur)))
+	g.f(`<polyline points="%s" fill="none" stroke="#37474f" stroke-width="2"/>`+"\n", strings.Join(pts, " "))
+	g.f("</svg>\n")
+	return g.b.String()
+}
+
+func sortedAttempts(s *history.Scenario) []contract.Attempt {
+	as := append([]contract.Attempt(nil), s.Attempts...)
+	sort.SliceStable(as, func(i, j int) bool { return as[i].Seq < as[j].Seq })
+	return as
+}
+
+// mark draws one sink attempt (stale commits ringed in red): commit = dot in its epoch's colour,
+// duplicate = ring, rejection = red cross, fence = diamond.
+func (g *svg) mark(a contract.Attempt, x, y float64, stale bool) {
+	if stale {
+		g.f(`<circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="#d50000" stroke-width="2"/>`+"\n", x, y)
+	}
+	title := html.EscapeString(fmt.Sprintf("seq %d %s %s=%s epoch %d -> %s at %s", a.Seq, a.Op, a.Key, a.Value, a.Epoch, a.Result, a.Arrived.UTC().Format("15:04:05.000")))
+	switch {
+	case a.Op == contract.OpFence:
+		g.f(`<path d="M%.1f %.1f l6 6 l-6 6 l-6 -6 z" fill="%s" stroke="#000" stroke-width="0.8"><title>%s</title></path>`+"\n", x, y-6, termColor(a.Epoch), title)
+	case strings.HasPrefix(a.Result, "REJECT"):
+		g.f(`<path d="M%.1f %.1f l8 8 m0 -8 l-8 8" stroke="#d50000" stroke-width="2.2"><title>%s</title></path>`+"\n", x-4, y-4, title)
+	case a.Result == contract.ResultOKDup:
+		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></circle>`+"\n", x, y, termColor(a.Epoch), title)
+	case a.Committed():
+		stroke := "none"
+		if a.Epoch == 0 {
+			stroke = "#d50000" // committed without an epoch
+		}
+		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="1.5"><title>%s</title></circle>`+"\n", x, y, termColor(a.Epoch), stroke, title)
+	default:
+		g.f(`<rect x="%.1f" y="%.1f" width="6" height="6" fill="#999"><title>%s</title></rect>`+"\n", x-3, y-3, title)
+	}
+}
+
+func (g *svg) legend(terms []uint64) {
+	x, y := 10.0, 18.0
+	item := func(w float64, draw func(x, y float64), label string) {
+		draw(x, y)
+		g.text(x+w+4, y+4, "start", `fill="#333"`, label)
+		x += w + 10 + float64(len(label))*6.6
+	}
+	for _, t := range terms {
+		t := t
+		item(24, func(x, y float64) {
+			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" rx="2" fill="%s"/>`, x, y-6, termColor(t))
+		}, fmt.Sprintf("term %d", t))
+	}
+	item(24, func(x, y float64) {
+		g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="url(#cut)"/>`, x, y-6)
+	}, "cut off from the apiserver")
+	x, y = 10, 40
+	item(10, func(x, y float64) {
+		g.f(`<rect x="%.1f" y="%.1f" width="10" height="10" rx="2" fill="#1f77b4"/>`, x, y-5)
+	}, "holds the Lease (watch)")
+	item(16, func(x, y float64) { g.f(`<rect x="%.1f" y="%.1f" width="16" height="4" fill="#1f77b4"/>`, x, y-2) }, "believes it leads (its log)")
+	item(10, func(x, y float64) { g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="#1f77b4"/>`, x+5, y) }, "commit (colour = epoch)")
+	item(10, func(x, y float64) {
+		g.f(`<path d="M%.1f %.1f l8 8 m0 -8 l-8 8" stroke="#d50000" stroke-width="2.2"/>`, x+1, y-4)
+	}, "rejected")
+	item(12, func(x, y float64) {
+		g.f(`<path d="M%.1f %.1f l6 6 l-6 6 l-6 -6 z" fill="#1f77b4" stroke="#000" stroke-width="0.8"/>`, x+6, y-6)
+	}, "fence")
+	item(10, func(x, y float64) {
+		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#1f77b4" stroke-width="1.5"/>`, x+5, y)
+	}, "duplicate (OK_DUP)")
+	item(16, func(x, y float64) {
+		g.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d50000" stroke-width="2"/><circle cx="%.1f" cy="%.1f" r="4" fill="#1f77b4"/>`, x+8, y, x+8, y)
+	}, "STALE commit (below the sink's epoch)")
+}
+
+func termsUsed(s *history.Scenario) []uint64 {
+	set := map[uint64]bool{}
+	for _, r := range s.Lease.Records {
+		if r.Holder != "" && r.TermOK {
+			set[r.Term] = true
+		}
+	}
+	for _, a := range s.Attempts {
+		if a.Epoch > 0 {
+			set[a.Epoch] = true
+		}
+	}
+	var out []uint64
+	for t := range set {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	if len(out) > 8 {
+		out = out[len(out)-8:]
+	}
+	return out
+}
+
+func niceStep(total time.Duration) time.Duration {
+	for _, st := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute} {
+		if total/st <= 12 {
+			return st
+		}
+	}
+	return 30 * time.Minute
+}
+
+func fmtDur(d time.Duration) string {
+	if d%time.Minute == 0 && d >= time.Minute {
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return fmt.Sprintf("%ds", int(d/time.Second))
+}

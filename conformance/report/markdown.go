@@ -1,0 +1,88 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// Markdown renders summary.md.
+func Markdown(run *history.Run, results []check.Result) []byte {
+	var b bytes.Buffer
+	c := Count(results)
+	status := "PASSED"
+	if c.Failed > 0 {
+		status = "FAILED"
+	}
+	fmt.Fprintf(&b, "# fencecheck conformance %s: %s\n\n", run.Meta.RunID, status)
+	fmt.Fprintf(&b, "%d results: %d as expected, %d not; %d negative controls caught; %d informative.\n\n", c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative)
+	fmt.Fprintf(&b, "Seed %d, %s to %s.\n", run.Meta.Seed, run.Meta.Started.UTC().Format(time.RFC3339), run.Meta.Ended.UTC().Format(time.RFC3339))
+	if len(run.Meta.Flags) > 0 {
+		fmt.Fprintf(&b, "Flags: `%s`\n", strings.Join(run.Meta.Flags, " "))
+	}
+	b.WriteString("\n")
+	for _, s := range run.Scenarios {
+		fmt.Fprintf(&b, "## %s\n\n", s.Name)
+		if s.Description != "" {
+			fmt.Fprintf(&b, "%s\n\n", s.Description)
+		}
+		cfg := s.Config
+		fmt.Fprintf(&b, "Lease %v, renew %v, retry %v, drain_timeout %v, abort limit %v. Reconciler args `%s`, sink args `%s`.\n\n",
+			cfg.LeaseDuration.D(), cfg.RenewDeadline.D(), cfg.RetryPeriod.D(), cfg.DrainTimeout.D(), cfg.AbortLimit.D(),
+			strings.Join(cfg.ReconcilerArgs, " "), strings.Join(cfg.SinkArgs, " "))
+		if len(s.Phases) > 0 {
+			b.WriteString("| phase | duration |\n|---|---|\n")
+			for _, p := range s.Phases {
+				fmt.Fprintf(&b, "| %s | %v |\n", p.Name, p.End.Sub(p.Start).Round(time.Millisecond))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("| check | expected | verdict | evidence |\n|---|---|---|---|\n")
+		for _, r := range results {
+			if r.Scenario != s.Name {
+				continue
+			}
+			ev := ""
+			if len(r.Evidence) > 0 {
+				ev = r.Evidence[0]
+				if len(r.Evidence) > 1 {
+					ev += fmt.Sprintf(" (+%d more)", len(r.Evidence)-1)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Check, r.Expected, outcomeWord(r), mdEscape(ev))
+		}
+		b.WriteString("\n")
+		if fs, _ := check.Failovers(s); len(fs) > 0 {
+			b.WriteString("| failover | terms | injected → first commit | lease bound | within |\n|---|---|---|---|---|\n")
+			for _, f := range fs {
+				took := "never"
+				if !f.FirstCommit.IsZero() {
+					took = f.Failover.Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(&b, "| %s of %s | %d → %d | %s | %v | %v |\n", f.Kind, f.Pod, f.FromTerm, f.ToTerm, took, f.Bound, f.WithinBound())
+			}
+			b.WriteString("\n")
+		}
+		if len(s.Errors) > 0 {
+			b.WriteString("Collection problems:\n\n")
+			for _, e := range s.Errors {
+				fmt.Fprintf(&b, "- %s\n", e)
+			}
+			b.WriteString("\n")
+		}
+		for _, r := range results {
+			if r.Scenario == s.Name && !r.OK {
+				fmt.Fprintf(&b, "### %s / %s: %s\n\n```\n%s\n```\n\n", s.Name, r.Check, outcomeWord(r), strings.Join(r.Evidence, "\n"))
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

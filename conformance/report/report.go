@@ -1,0 +1,154 @@
+// Package report writes a run's reports into one directory:
+// history.json (the evidence), verdicts.json (what the checks said),
+// junit.xml (one testcase per scenario×check), summary.md and index.html
+// (with an SVG timeline per scenario).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// File names inside a report directory.
+const (
+	HistoryFile  = "history.json"
+	VerdictsFile = "verdicts.json"
+	JUnitFile    = "junit.xml"
+	SummaryFile  = "summary.md"
+	HTMLFile     = "index.html"
+)
+
+// Write saves the history and renders every report from it.
+func Write(dir string, run *history.Run, results []check.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := history.Save(filepath.Join(dir, HistoryFile), run); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return Render(dir, run, results)
+}
+
+// Render writes every report except history.json.
+func Render(dir string, run *history.Run, results []check.Result) error {
+	if err := SaveVerdicts(filepath.Join(dir, VerdictsFile), results); err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		JUnitFile:   JUnit(run, results),
+		SummaryFile: Markdown(run, results),
+		HTMLFile:    HTML(run, results),
+	}
+	for name, b := range files {
+		if err := writeAtomic(filepath.Join(dir, name), b); err != nil {
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// SaveVerdicts writes the results as JSON.
+func SaveVerdicts(path string, results []check.Result) error {
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// LoadVerdicts reads a verdicts.json.
+func LoadVerdicts(path string) ([]check.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rs []check.Result
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rs, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// outcomeWord says what a result means for a reader.
+func outcomeWord(r check.Result) string {
+	switch {
+	case r.Expected == history.MustFail && !r.Pass:
+		return "caught (expected failure)"
+	case r.Expected == history.MustFail && r.Pass:
+		return "ESCAPED (broken variant passed)"
+	case r.Expected == history.Any && r.Pass:
+		return "pass (informative)"
+	case r.Expected == history.Any:
+		return "fail (informative)"
+	case r.Pass:
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// Counts summarises results.
+type Counts struct{ Total, OK, Failed, CaughtControls, Informative int }
+
+// Count tallies results.
+func Count(rs []check.Result) Counts {
+	var c Counts
+	for _, r := range rs {
+		c.Total++
+		if r.OK {
+			c.OK++
+		} else {
+			c.Failed++
+		}
+		if r.Expected == history.MustFail && !r.Pass {
+			c.CaughtControls++
+		}
+		if r.Expected == history.Any {
+			c.Informative++
+		}
+	}
+	return c
+}
+
+// Diff lists the differences between two sets of results (saved vs
+// re-checked), keyed by scenario/check.
+func Diff(a, b []check.Result) []string {
+	key := func(r check.Result) string { return r.Scenario + "/" + r.Check }
+	am := map[string]check.Result{}
+	for _, r := range a {
+		am[key(r)] = r
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range b {
+		k := key(r)
+		seen[k] = true
+		o, ok := am[k]
+		switch {
+		case !ok:
+			out = append(out, k+": not in the saved verdicts")
+		case o.Pass != r.Pass || o.Expected != r.Expected || o.OK != r.OK:
+			out = append(out, fmt.Sprintf("%s: saved pass=%v expected=%s, now pass=%v expected=%s", k, o.Pass, o.Expected, r.Pass, r.Expected))
+		case fmt.Sprint(o.Evidence) != fmt.Sprint(r.Evidence):
+			out = append(out, k+": same verdict, different evidence")
+		}
+	}
+	for _, r := range a {
+		if !seen[key(r)] {
+			out = append(out, key(r)+": saved, but not produced now")
+		}
+	}
+	return out
+}

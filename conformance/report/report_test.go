@@ -1,0 +1,118 @@
+package report
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/synth"
+)
+
+// demoRun is a correct scenario, a caught negative control and an
+// escaped one (a broken variant whose check is wrongly expected to pass).
+func demoRun() *history.Run {
+	ok := synth.Scenario("partition-heal", synth.Defect{Shutdown: true})
+	ctl := synth.Scenario("neg-ignore-demotion-unfenced", synth.Defect{IgnoreDemotion: true, UnfencedSink: true})
+	ctl.Expect = map[string]history.Outcome{check.NoStaleCommit: history.MustFail, check.RowEpochMonotonic: history.Any, check.TermStep: history.MustPass}
+	esc := synth.Scenario("neg-no-drain-escaped", synth.Defect{})
+	esc.Expect = map[string]history.Outcome{check.BridgeDrain: history.MustFail}
+	stale := synth.Scenario("stale-leader-fenced", synth.Defect{IgnoreDemotion: true})
+	stale.Expect[check.RejectStaleSeen] = history.MustPass
+	stale.Expect[check.OldLeaderStepsDown] = history.Any
+	return synth.Run("demo-run", ok, stale, ctl, esc)
+}
+
+func TestWriteAndJUnit(t *testing.T) {
+	dir := t.TempDir()
+	if d := os.Getenv("FENCECHECK_RENDER_DIR"); d != "" {
+		dir = d // keep the output, e.g. to screenshot index.html
+	}
+	run := demoRun()
+	rs := check.Evaluate(run)
+	if err := Write(dir, run, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{HistoryFile, VerdictsFile, JUnitFile, SummaryFile, HTMLFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
+	var doc junitSuites
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("junit.xml does not parse: %v", err)
+	}
+	if doc.Tests != len(rs) || doc.Failures != 1 {
+		t.Errorf("junit tests=%d failures=%d, want %d and 1 (the escaped control)", doc.Tests, doc.Failures, len(rs))
+	}
+	found := map[string]*junitCase{}
+	for i := range doc.Suites {
+		for j := range doc.Suites[i].Cases {
+			c := &doc.Suites[i].Cases[j]
+			found[doc.Suites[i].Name+"/"+c.Name] = c
+		}
+	}
+	if c := found["neg-ignore-demotion-unfenced/no-stale-commit"]; c == nil || c.Failure != nil || !strings.Contains(c.SystemOut, "caught") {
+		t.Errorf("caught control must be a passing testcase: %+v", c)
+	}
+	if c := found["neg-no-drain-escaped/bridge-drain"]; c == nil || c.Failure == nil || !strings.Contains(c.Failure.Message, "escaped") {
+		t.Errorf("escaped control must be a failing testcase: %+v", c)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, SummaryFile))
+	for _, want := range []string{"FAILED", "ESCAPED", "caught (expected failure)", "| partition of pod-a | 1 → 2 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	h, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if n := strings.Count(string(h), "<svg"); n != len(run.Scenarios) {
+		t.Errorf("index.html has %d timelines, want %d", n, len(run.Scenarios))
+	}
+	for _, want := range []string{"term 1", "term 2", "cut off from the apiserver", "rejected", "pod-a", "sink"} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	// The timeline must be well-formed XML.
+	s := string(h)
+	i := strings.Index(s, "<svg")
+	j := strings.Index(s[i:], "</svg>") + i + len("</svg>")
+	var any struct{}
+	if err := xml.Unmarshal([]byte(s[i:j]), &any); err != nil {
+		t.Errorf("timeline SVG is not well-formed: %v", err)
+	}
+}
+
+// A saved report re-checks to identical verdicts.
+func TestRecheckSavedReport(t *testing.T) {
+	dir := t.TempDir()
+	run := demoRun()
+	rs := check.Evaluate(run)
+	if err := Write(dir, run, rs); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := history.Load(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := LoadVerdicts(filepath.Join(dir, VerdictsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := check.Evaluate(loaded)
+	if !reflect.DeepEqual(saved, again) {
+		t.Errorf("re-check differs from the saved verdicts")
+	}
+	if d := Diff(saved, again); len(d) != 0 {
+		t.Errorf("Diff reports %v", d)
+	}
+	again[0].Pass = !again[0].Pass
+	if d := Diff(saved, again); len(d) != 1 {
+		t.Errorf("Diff missed a changed verdict: %v", d)
+	}
+}
