@@ -1,0 +1,323 @@
+package certify
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/contract"
+)
+
+// catalog lists every check in run order. Names are stable: tests and
+// certificates refer to them.
+func catalog() []check {
+	return []check{
+		{ProfileCore, "floor-readable", "GET /v1/fence answers 200 with highest_epoch", checkFloorReadable},
+		{ProfileCore, "write-commits", "a write at an epoch above the floor commits and reads back", checkWriteCommits},
+		{ProfileCore, "equal-epoch-commits", "writes at an epoch equal to the floor commit (same leader keeps writing)", checkEqualEpoch},
+		{ProfileCore, "stale-write-rejected", "a write below the floor gets 409 REJECT_STALE_EPOCH and is not applied", checkStaleRejected},
+		{ProfileCore, "floor-is-global", "one floor per sink: a stale write to a key the new leader never touched is rejected", checkFloorGlobal},
+		{ProfileCore, "missing-epoch-rejected", "a write without the epoch header gets 400 and is not applied", checkMissingEpoch},
+		{ProfileCore, "malformed-epoch-rejected", "epochs that are not a decimal uint64 get 400 and change nothing", checkMalformedEpoch},
+		{ProfileCore, "fence-raises-floor", "POST /v1/fence raises the floor: later writes below it are rejected", checkFenceRaises},
+		{ProfileCore, "fence-below-floor-rejected", "POST /v1/fence below the floor gets 409 and leaves the floor", checkFenceBelow},
+		{ProfileCore, "fence-at-floor-ok", "POST /v1/fence at the floor is OK (a repeated barrier)", checkFenceAtFloor},
+		{ProfileCore, "value-size-limit", "a 1 MiB value commits; a larger one gets 4xx and is not applied", checkValueLimit},
+		{ProfileIdempotency, "retry-is-ok-dup", "a retry with the same Idempotency-Key, key and value answers OK_DUP with the first epoch", checkRetryDup},
+		{ProfileIdempotency, "dup-not-reapplied", "an OK_DUP retry does not apply the value again", checkDupNotReapplied},
+		{ProfileIdempotency, "dup-after-takeover", "a retry of a committed write after a newer fence still answers OK_DUP", checkDupAfterTakeover},
+		{ProfileIdempotency, "key-reuse-conflicts", "the same Idempotency-Key with another value or key gets 422 and is not applied", checkKeyReuse},
+		{ProfileIdempotency, "rejected-write-not-remembered", "a rejected write does not consume its Idempotency-Key", checkRejectedNotRemembered},
+		{ProfileIdempotency, "malformed-key-rejected", "an Idempotency-Key that is not 1 to 255 printable ASCII gets 400", checkMalformedIdem},
+		{ProfileDurability, "floor-survives-restart", "after a restart the floor is kept: a write below it is rejected", checkFloorSurvives},
+		{ProfileDurability, "records-survive-restart", "after a restart every acknowledged record reads back", checkRecordsSurvive},
+		{ProfileDurability, "idempotency-survives-restart", "after a restart a retry of a committed write answers OK_DUP", checkIdemSurvives},
+		{ProfileConcurrency, "answers-under-load", "many writers with mixed epochs at once: every request gets a contract answer", checkAnswersUnderLoad},
+		{ProfileConcurrency, "linearizable", "the concurrent history is linearizable against a fenced register (porcupine)", checkLinearizable},
+	}
+}
+
+// --- core ---
+
+func checkFloorReadable(s *session) error {
+	_, err := s.floor()
+	return err
+}
+
+func checkWriteCommits(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k := s.key()
+	return all(
+		func() error { return s.putOK(k, "v1", e, "") },
+		func() error { return s.recordIs(k, "v1", e) },
+		func() error { return s.floorAtLeast(e) },
+	)
+}
+
+func checkEqualEpoch(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k1, k2 := s.key(), s.key()
+	return all(
+		func() error { return s.putOK(k1, "first", e, "") },
+		func() error { return s.putOK(k2, "second", e, "") },
+		func() error { return s.putOK(k1, "third", e, "") },
+		func() error { return s.recordIs(k1, "third", e) },
+	)
+}
+
+func checkStaleRejected(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k := s.key()
+	return all(
+		func() error { return s.putOK(k, "new-leader", e+1, "") },
+		func() error { return s.putStale(k, "stale-leader", e, "", e+1) },
+		func() error { return s.recordIs(k, "new-leader", e+1) },
+		func() error { return s.floorAtLeast(e + 1) },
+	)
+}
+
+func checkFloorGlobal(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	touched, untouched := s.key(), s.key()
+	return all(
+		func() error { return s.putOK(touched, "new-leader", e+1, "") },
+		func() error { return s.putStale(untouched, "stale-leader", e, "", e+1) },
+		func() error { return s.absent(untouched) },
+	)
+}
+
+func checkMissingEpoch(s *session) error {
+	k := s.key()
+	rep, err := s.rawPut(k, []byte("no-epoch"), nil)
+	if err != nil {
+		return fmt.Errorf("PUT without epoch: %w", err)
+	}
+	if rep.Status != http.StatusBadRequest {
+		return fmt.Errorf("PUT without %s: want 400, got %d %s", contract.HeaderEpoch, rep.Status, strings.TrimSpace(string(rep.Body)))
+	}
+	return s.absent(k)
+}
+
+// malformedEpochs are header values a sink must refuse. The HTTP layer trims
+// surrounding spaces, so none of them relies on that.
+var malformedEpochs = []string{"", "-1", "+5", "1.0", "1e3", "0x10", "abc", "5 6", "18446744073709551616", "99999999999999999999999"}
+
+func checkMalformedEpoch(s *session) error {
+	f, err := s.floor()
+	if err != nil {
+		return err
+	}
+	for _, bad := range malformedEpochs {
+		k := s.key()
+		rep, err := s.rawPut(k, []byte("bad-epoch"), map[string]string{contract.HeaderEpoch: bad})
+		if err != nil {
+			return fmt.Errorf("PUT with epoch %q: %w", bad, err)
+		}
+		if rep.Status != http.StatusBadRequest {
+			return fmt.Errorf("PUT with epoch %q: want 400, got %d %s", bad, rep.Status, strings.TrimSpace(string(rep.Body)))
+		}
+		if err := s.absent(k); err != nil {
+			return err
+		}
+		frep, err := s.raw(http.MethodPost, contract.PathFence, nil, map[string]string{contract.HeaderEpoch: bad})
+		s.record(fmt.Sprintf("POST %s %s: %q", contract.PathFence, contract.HeaderEpoch, bad), frep, err)
+		if err != nil {
+			return fmt.Errorf("POST fence with epoch %q: %w", bad, err)
+		}
+		if frep.Status != http.StatusBadRequest {
+			return fmt.Errorf("POST fence with epoch %q: want 400, got %d %s", bad, frep.Status, strings.TrimSpace(string(frep.Body)))
+		}
+	}
+	// A malformed epoch such as 99999999999999999999999 must not have
+	// raised the floor to anything.
+	now, err := s.floor()
+	if err != nil {
+		return err
+	}
+	if now != f {
+		return fmt.Errorf("the floor moved from %d to %d while only malformed requests were sent", f, now)
+	}
+	return nil
+}
+
+func checkFenceRaises(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	below, at := s.key(), s.key()
+	return all(
+		func() error { return s.fenceOK(e + 5) },
+		func() error { return s.floorAtLeast(e + 5) },
+		func() error { return s.putStale(below, "old-leader", e+4, "", e+5) },
+		func() error { return s.absent(below) },
+		func() error { return s.putOK(at, "new-leader", e+5, "") },
+	)
+}
+
+func checkFenceBelow(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	return all(
+		func() error { return s.fenceOK(e + 2) },
+		func() error {
+			fr, rep, err := s.fence(e + 1)
+			if err != nil {
+				return fmt.Errorf("POST fence at epoch %d: %w", e+1, err)
+			}
+			if rep.Status != http.StatusConflict || fr.Result != contract.ResultRejectStale || fr.HighestEpoch < e+2 {
+				return fmt.Errorf("POST fence at epoch %d below the floor %d: want 409 {result:%s highest_epoch>=%d}, got %d %s",
+					e+1, e+2, contract.ResultRejectStale, e+2, rep.Status, strings.TrimSpace(string(rep.Body)))
+			}
+			return nil
+		},
+		func() error { return s.floorAtLeast(e + 2) },
+	)
+}
+
+func checkFenceAtFloor(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	return all(
+		func() error { return s.fenceOK(e) },
+		func() error { return s.fenceOK(e) },
+	)
+}
+
+func checkValueLimit(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	okKey, bigKey := s.key(), s.key()
+	max := strings.Repeat("m", contract.MaxValueBytes)
+	return all(
+		func() error { return s.putOK(okKey, max, e, "") },
+		func() error { return s.recordIs(okKey, max, e) },
+		func() error {
+			rep, err := s.rawPut(bigKey, []byte(max+"x"), map[string]string{contract.HeaderEpoch: contract.FormatEpoch(e)})
+			if err != nil {
+				return fmt.Errorf("PUT of %d bytes: %w", contract.MaxValueBytes+1, err)
+			}
+			if rep.Status < 400 || rep.Status > 499 {
+				return fmt.Errorf("PUT of %d bytes: want a 4xx (413), got %d %s", contract.MaxValueBytes+1, rep.Status, truncate(string(rep.Body), 200))
+			}
+			return nil
+		},
+		func() error { return s.absent(bigKey) },
+	)
+}
+
+// --- idempotency ---
+
+func checkRetryDup(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k, i := s.key(), s.idem("a")
+	return all(
+		func() error { return s.putOK(k, "once", e, i) },
+		func() error { return s.putExpect(k, "once", e, i, http.StatusOK, contract.ResultOKDup, e) },
+		func() error { return s.recordIs(k, "once", e) },
+	)
+}
+
+func checkDupNotReapplied(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k, i1, i2 := s.key(), s.idem("first"), s.idem("second")
+	return all(
+		func() error { return s.putOK(k, "v1", e, i1) },
+		func() error { return s.putOK(k, "v2", e+1, i2) },
+		func() error { return s.putExpect(k, "v1", e, i1, http.StatusOK, contract.ResultOKDup, e) },
+		func() error { return s.recordIs(k, "v2", e+1) },
+	)
+}
+
+func checkDupAfterTakeover(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k, i := s.key(), s.idem("a")
+	return all(
+		func() error { return s.putOK(k, "landed", e, i) },
+		func() error { return s.fenceOK(e + 3) },
+		func() error { return s.putExpect(k, "landed", e, i, http.StatusOK, contract.ResultOKDup, e) },
+		func() error { return s.recordIs(k, "landed", e) },
+	)
+}
+
+func checkKeyReuse(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k, other, i := s.key(), s.key(), s.idem("a")
+	return all(
+		func() error { return s.putOK(k, "v", e, i) },
+		func() error {
+			return s.putExpect(k, "w", e, i, http.StatusUnprocessableEntity, contract.ResultConflict, 0)
+		},
+		func() error { return s.recordIs(k, "v", e) },
+		func() error {
+			return s.putExpect(other, "v", e, i, http.StatusUnprocessableEntity, contract.ResultConflict, 0)
+		},
+		func() error { return s.absent(other) },
+	)
+}
+
+func checkRejectedNotRemembered(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	k, i := s.key(), s.idem("a")
+	return all(
+		func() error { return s.putOK(k, "new-leader", e+1, "") },
+		func() error { return s.putStale(k, "retried", e, i, e+1) },
+		func() error { return s.putOK(k, "retried", e+2, i) },
+		func() error { return s.recordIs(k, "retried", e+2) },
+	)
+}
+
+func checkMalformedIdem(s *session) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	for _, bad := range []string{strings.Repeat("i", contract.MaxIdempotencyKeyLen+1), "caf\u00e9"} {
+		k := s.key()
+		rep, err := s.rawPut(k, []byte("v"), map[string]string{contract.HeaderEpoch: contract.FormatEpoch(e), contract.HeaderIdempotencyKey: bad})
+		if err != nil {
+			return fmt.Errorf("PUT with Idempotency-Key %q: %w", truncate(bad, 20), err)
+		}
+		if rep.Status != http.StatusBadRequest {
+			return fmt.Errorf("PUT with Idempotency-Key %q: want 400, got %d %s", truncate(bad, 20), rep.Status, strings.TrimSpace(string(rep.Body)))
+		}
+		if err := s.absent(k); err != nil {
+			return err
+		}
+	}
+	// The longest valid key still works.
+	return s.putOK(s.key(), "v", e, strings.Repeat("k", contract.MaxIdempotencyKeyLen-len(s.cfg.RunID))+s.cfg.RunID)
+}

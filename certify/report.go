@@ -1,0 +1,151 @@
+package certify
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Files written by WriteReports into the report directory.
+const (
+	FileJSON        = "certify.json"
+	FileJUnit       = "junit.xml"
+	FileCertificate = "certificate.md"
+)
+
+// WriteReports writes the JSON report, JUnit XML and the Markdown
+// certificate into dir (created if missing).
+func WriteReports(dir string, r Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report dir: %w", err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	ju, err := JUnit(r)
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{FileJSON: append(js, '\n'), FileJUnit: ju, FileCertificate: []byte(Certificate(r))} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// JUnit renders the report with one test suite per profile.
+func JUnit(r Report) ([]byte, error) {
+	var out junitSuites
+	for _, p := range r.Profiles {
+		suite := junitSuite{Name: "certify/" + p}
+		var total time.Duration
+		for _, res := range r.Results {
+			if res.Profile != p {
+				continue
+			}
+			c := junitCase{Name: res.Name, ClassName: "certify." + p, Time: secs(res.Duration)}
+			if !res.Passed {
+				suite.Failures++
+				var body strings.Builder
+				for _, e := range res.Exchanges {
+					body.WriteString(e.String() + "\n")
+				}
+				c.Failure = &junitFailure{Message: res.Message, Body: body.String()}
+			}
+			total += res.Duration
+			suite.Tests++
+			suite.Cases = append(suite.Cases, c)
+		}
+		suite.Time = secs(total)
+		out.Suites = append(out.Suites, suite)
+	}
+	b, err := xml.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
+
+// Certificate renders the Markdown certificate: a verdict per profile,
+// then every check, then the failures with their transcripts.
+func Certificate(r Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Sink contract v1 certificate\n\n")
+	fmt.Fprintf(&b, "- Sink: `%s`\n- Run: `%s` (seed %d)\n- Started: %s, finished: %s\n\n", r.SinkURL, r.RunID, r.Seed,
+		r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
+	fmt.Fprintf(&b, "| Profile | Verdict | Checks passed |\n|---|---|---|\n")
+	for _, p := range AllProfiles {
+		n, ok := 0, 0
+		for _, res := range r.Results {
+			if res.Profile == p {
+				n++
+				if res.Passed {
+					ok++
+				}
+			}
+		}
+		verdict := "not run"
+		if n > 0 {
+			verdict = "**FAIL**"
+			if ok == n {
+				verdict = "PASS"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d/%d |\n", p, verdict, ok, n)
+	}
+	fmt.Fprintf(&b, "\n## Checks\n\n| Check | Result | What it asks |\n|---|---|---|\n")
+	for _, res := range r.Results {
+		v := "pass"
+		if !res.Passed {
+			v = "**FAIL**"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", res.Name, v, res.Summary)
+	}
+	if failed := r.Failed(); len(failed) > 0 {
+		fmt.Fprintf(&b, "\n## Failures\n")
+		for _, res := range r.Results {
+			if res.Passed {
+				continue
+			}
+			fmt.Fprintf(&b, "\n### `%s`\n\n%s\n\n```\n", res.Name, res.Message)
+			for _, e := range res.Exchanges {
+				fmt.Fprintf(&b, "%s\n", e.String())
+			}
+			fmt.Fprintf(&b, "```\n")
+		}
+	}
+	return b.String()
+}

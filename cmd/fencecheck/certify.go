@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fencecheck/fencecheck/certify"
+)
+
+func init() {
+	register("certify", "check a sink against the sink contract v1 (core, idempotency, durability, concurrency)", runCertify)
+}
+
+// runCertify exits 0 when every check passed, 1 when a check failed,
+// 2 on bad usage and 3 when the sink cannot be reached.
+func runCertify(args []string) int {
+	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
+	sinkURL := fs.String("sink-url", "", "base URL of the sink, e.g. http://localhost:8080 (required)")
+	profiles := fs.String("profile", strings.Join(certify.AllProfiles, ","), "comma-separated profiles to run")
+	restartCmd := fs.String("restart-cmd", "", "shell command that restarts the sink and returns once the old process is gone (needed by the durability profile)")
+	restartTimeout := fs.Duration("restart-timeout", 2*time.Minute, "deadline for the restart command plus the sink answering again")
+	reportDir := fs.String("report", "", "directory for certify.json, junit.xml and certificate.md")
+	writers := fs.Int("writers", 6, "concurrency profile: parallel writers")
+	ops := fs.Int("ops", 40, "concurrency profile: operations per writer")
+	seed := fs.Int64("seed", 0, "concurrency profile: workload seed (0 picks one and prints it)")
+	timeout := fs.Duration("request-timeout", 15*time.Second, "timeout of one HTTP request")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: fencecheck certify --sink-url URL [flags]
+
+Runs the sink contract v1 checks (docs/sink-contract.md) against a sink over
+HTTP and prints one line per check. Exit status: 0 all passed, 1 a check
+failed, 2 bad usage, 3 the sink could not be reached.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "certify: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *sinkURL == "" {
+		fmt.Fprintln(os.Stderr, "certify: --sink-url is required")
+		fs.Usage()
+		return 2
+	}
+	if !strings.HasPrefix(*sinkURL, "http://") && !strings.HasPrefix(*sinkURL, "https://") {
+		fmt.Fprintf(os.Stderr, "certify: --sink-url %q must start with http:// or https://\n", *sinkURL)
+		return 2
+	}
+	profs, err := certify.ParseProfiles(*profiles)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certify:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg := certify.Config{
+		SinkURL: *sinkURL, Profiles: profs, RestartTimeout: *restartTimeout,
+		Progress: os.Stdout, Writers: *writers, OpsPerWriter: *ops, Seed: *seed,
+	}
+	cfg.HTTP = &http.Client{Timeout: *timeout}
+	if *restartCmd != "" {
+		cmdline := *restartCmd
+		cfg.Restart = func(ctx context.Context) error {
+			c := exec.CommandContext(ctx, "sh", "-c", cmdline)
+			c.Stdout, c.Stderr = os.Stderr, os.Stderr
+			return c.Run()
+		}
+	}
+	fmt.Printf("certify: %s, profiles %s\n", *sinkURL, strings.Join(profs, ","))
+	rep, err := certify.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certify:", err)
+		if errors.Is(err, certify.ErrUnreachable) {
+			return 3
+		}
+		return 2
+	}
+	if *reportDir != "" {
+		if err := certify.WriteReports(*reportDir, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "certify:", err)
+			return 1
+		}
+		fmt.Printf("reports: %s/{%s,%s,%s}\n", *reportDir, certify.FileJSON, certify.FileJUnit, certify.FileCertificate)
+	}
+	failed := rep.Failed()
+	for _, p := range profs {
+		v := "PASS"
+		if !rep.ProfilePassed(p) {
+			v = "FAIL"
+		}
+		fmt.Printf("profile %-12s %s\n", p, v)
+	}
+	fmt.Printf("%d checks, %d failed\n", len(rep.Results), len(failed))
+	if len(failed) > 0 {
+		return 1
+	}
+	return 0
+}
