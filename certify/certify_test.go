@@ -1,0 +1,168 @@
+package certify_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/certify"
+	"github.com/fencecheck/fencecheck/fixtures/sink/boltstore"
+	"github.com/fencecheck/fencecheck/fixtures/sink/sinktest"
+	"github.com/fencecheck/fencecheck/fixtures/sink/store"
+)
+
+func boltOpener(dir string) sinktest.Opener {
+	return func(context.Context) (store.Store, error) { return boltstore.Open(dir) }
+}
+
+// expectedFailures is, for every negative control, exactly the checks that
+// must fail. Each set names the rule the variant breaks; a check outside the
+// set failing is as much a defect as one inside it passing.
+var expectedFailures = map[string][]string{
+	"": nil, // the reference sink passes everything
+	"unfenced": {
+		"core/stale-write-rejected", "core/floor-is-global", "core/missing-epoch-rejected",
+		"core/malformed-epoch-rejected", // an empty epoch header is a missing epoch, which it accepts
+		"core/fence-raises-floor", "core/fence-below-floor-rejected",
+		"idempotency/rejected-write-not-remembered",
+		"durability/floor-survives-restart", "concurrency/linearizable",
+	},
+	"forget-floor":  {"durability/floor-survives-restart"},
+	"racy":          {"concurrency/linearizable"},
+	"reject-equal":  {"core/equal-epoch-commits", "core/fence-raises-floor", "core/fence-at-floor-ok", "concurrency/linearizable"},
+	"ignore-fence":  {"core/fence-raises-floor", "core/fence-below-floor-rejected", "concurrency/linearizable"},
+	"per-key-floor": {"core/floor-is-global", "core/fence-raises-floor", "durability/floor-survives-restart", "concurrency/linearizable"},
+}
+
+func runCertify(t *testing.T, s *sinktest.Sink, seed int64) certify.Report {
+	t.Helper()
+	var out strings.Builder
+	rep, err := certify.Run(context.Background(), certify.Config{
+		SinkURL: s.URL, Restart: s.Restart, RestartTimeout: 30 * time.Second,
+		Progress: &out, Seed: seed, Writers: 8, OpsPerWriter: 40,
+	})
+	if err != nil {
+		t.Fatalf("certify.Run: %v", err)
+	}
+	t.Logf("certify output:\n%s", out.String())
+	return rep
+}
+
+func TestCertifyVariantsOnBolt(t *testing.T) {
+	for variant, want := range expectedFailures {
+		name := variant
+		if name == "" {
+			name = "reference"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := sinktest.Start(t, boltOpener(t.TempDir()), variant)
+			rep := runCertify(t, s, 42)
+			if got := rep.Failed(); !slices.Equal(sorted(got), sorted(want)) {
+				t.Errorf("failed checks\n got  %v\n want %v", got, want)
+			}
+			if len(rep.Results) != 22 {
+				t.Errorf("%d checks ran, want 22 (all profiles)", len(rep.Results))
+			}
+		})
+	}
+}
+
+// The racy control loses a race, so it must be caught on every seed tried,
+// not only on a lucky one.
+func TestConcurrencyCatchesRacyOnSeveralSeeds(t *testing.T) {
+	s := sinktest.Start(t, boltOpener(t.TempDir()), "racy")
+	for seed := int64(1); seed <= 3; seed++ {
+		rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{certify.ProfileConcurrency}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rep.Failed(), []string{"concurrency/linearizable"}) {
+			t.Errorf("seed %d: failed %v, want [concurrency/linearizable]", seed, rep.Failed())
+		}
+	}
+}
+
+// certify must work against a sink that already holds data and a high floor,
+// and again on the same sink.
+func TestCertifyTwiceOnSameSink(t *testing.T) {
+	s := sinktest.Start(t, boltOpener(t.TempDir()), "")
+	for i := range 2 {
+		rep := runCertify(t, s, int64(i+7))
+		if f := rep.Failed(); len(f) > 0 {
+			t.Fatalf("run %d: failed %v", i, f)
+		}
+	}
+}
+
+func TestUnreachableSink(t *testing.T) {
+	_, err := certify.Run(context.Background(), certify.Config{SinkURL: "http://127.0.0.1:1", Profiles: []string{"core"}})
+	if err == nil || !strings.Contains(err.Error(), "sink unreachable") {
+		t.Fatalf("want a sink unreachable error, got %v", err)
+	}
+}
+
+func TestNotASink(t *testing.T) {
+	s := sinktest.Start(t, boltOpener(t.TempDir()), "")
+	_, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL + "/nope", Profiles: []string{"core"}})
+	if err == nil || !strings.Contains(err.Error(), "not a sink contract v1 endpoint") {
+		t.Fatalf("want a not-a-sink error, got %v", err)
+	}
+}
+
+func TestDurabilityNeedsRestart(t *testing.T) {
+	_, err := certify.Run(context.Background(), certify.Config{SinkURL: "http://127.0.0.1:1", Profiles: []string{"durability"}})
+	if err == nil || !strings.Contains(err.Error(), "--restart-cmd") {
+		t.Fatalf("want an error naming --restart-cmd, got %v", err)
+	}
+}
+
+func TestParseProfiles(t *testing.T) {
+	if p, err := certify.ParseProfiles("core, concurrency,core"); err != nil || !slices.Equal(p, []string{"core", "concurrency"}) {
+		t.Fatalf("got %v %v", p, err)
+	}
+	if _, err := certify.ParseProfiles("core,speed"); err == nil {
+		t.Fatal("unknown profile accepted")
+	}
+}
+
+func TestReportsWritten(t *testing.T) {
+	s := sinktest.Start(t, boltOpener(t.TempDir()), "ignore-fence")
+	rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{"core"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := certify.WriteReports(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	ju := read(certify.FileJUnit)
+	if !strings.Contains(ju, `<testsuite name="certify/core" tests="11" failures="2"`) || !strings.Contains(ju, `<failure message="POST fence`) {
+		t.Errorf("junit.xml lacks the suite or the failure:\n%s", ju)
+	}
+	md := read(certify.FileCertificate)
+	for _, want := range []string{"| core | **FAIL** | 9/11 |", "| idempotency | not run |", "### `core/fence-raises-floor`", "> POST /v1/fence"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("certificate.md lacks %q:\n%s", want, md)
+		}
+	}
+	if js := read(certify.FileJSON); !strings.Contains(js, `"name": "core/fence-below-floor-rejected"`) {
+		t.Errorf("certify.json lacks results:\n%s", js)
+	}
+}
+
+func sorted(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
