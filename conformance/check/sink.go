@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -73,9 +75,18 @@ func effectiveEpoch(a contract.Attempt, w writers) uint64 {
 		if ev.Epoch != 0 {
 			return ev.Epoch
 		}
+		// An unfenced write is sent (and logged) without an epoch; the
+		// reconciler notes the bridge's epoch in the detail.
+		if m := bridgeEpochRE.FindStringSubmatch(ev.Detail); m != nil {
+			if e, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+				return e
+			}
+		}
 	}
 	return 0
 }
+
+var bridgeEpochRE = regexp.MustCompile(`\bbridge_epoch=(\d+)`)
 
 func checkNoStaleCommit(s *history.Scenario) Verdict {
 	var e evidence

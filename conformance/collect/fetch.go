@@ -1,0 +1,82 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fencecheck/fencecheck/chaos"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+)
+
+// SinkHistory fetches GET /v1/history through the service proxy.
+func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port string) ([]contract.Attempt, error) {
+	b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathHistory, nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink history via %s/%s:%s: %w", namespace, service, port, err)
+	}
+	var h contract.HistoryResponse
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("sink history: bad body: %w", err)
+	}
+	return h.Attempts, nil
+}
+
+// SinkRecords reads the final record of every key the history mentions.
+func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, attempts []contract.Attempt) ([]contract.Record, error) {
+	keys := map[string]bool{}
+	for _, a := range attempts {
+		if a.Op == contract.OpPut && a.Key != "" {
+			keys[a.Key] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	out := []contract.Record{}
+	for _, k := range sorted {
+		b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathRecords+url.PathEscape(k), nil).DoRaw(ctx)
+		if err != nil {
+			if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "404") {
+				continue // a key only ever rejected has no record
+			}
+			return out, fmt.Errorf("sink record %q: %w", k, err)
+		}
+		var r contract.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return out, fmt.Errorf("sink record %q: bad body: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// PodJSON fetches a JSON document from a pod through the pod proxy (the
+// reconciler's /status on :8081).
+func PodJSON(ctx context.Context, client kubernetes.Interface, namespace, pod, port, path string) (json.RawMessage, error) {
+	b, err := client.CoreV1().Pods(namespace).ProxyGet("http", pod, port, path, nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s:%s%s: %w", namespace, pod, port, path, err)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("%s/%s:%s%s: not JSON: %.200q", namespace, pod, port, path, b)
+	}
+	return b, nil
+}
+
+// ChaosWindow converts an executor's window ("namespace/pod" targets).
+func ChaosWindow(kind, node string, w chaos.Window) history.ChaosWindow {
+	pod := w.Pod
+	if i := strings.LastIndex(pod, "/"); i >= 0 {
+		pod = pod[i+1:]
+	}
+	return history.ChaosWindow{Kind: kind, Pod: pod, Node: node, Injected: w.Injected, Recovered: w.Recovered}
+}
