@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -98,15 +97,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "sink:", err)
 		return 1
 	}
-	hs := &http.Server{
-		Handler: srv.Handler(),
-		// Slow or stuck clients must not hold connections forever.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
+	hs := sink.HTTPServer(srv.Handler(), sink.DefaultTimeouts)
 	log.Info("sink listening", "addr", ln.Addr().String(), "store", *kind, "data", *data, "broken", *brokenName)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
