@@ -250,7 +250,7 @@ func TestFailovers(t *testing.T) {
 	}
 	// A partition of a follower is not a failover and is reported.
 	s.Chaos[0].Pod = "pod-b"
-	wantFail(t, s, FailoverLiveness, "hit a follower")
+	wantFail(t, s, FailoverLiveness, "no chaos window hit the leader")
 	s = synth.Scenario("no-chaos", synth.Defect{})
 	s.Chaos = nil
 	wantFail(t, s, FailoverLiveness, "no chaos window")

@@ -228,10 +228,16 @@ func holderAt(s *history.Scenario, t time.Time) (history.LeaseRecord, bool) {
 }
 
 // Failovers times every chaos window that hit the leader: from injection to
-// the first commit of the next term.
-func Failovers(s *history.Scenario) ([]Failover, []string) {
+// the first commit of the next term. Windows that hit a follower are not
+// failovers; they are listed in notes.
+func Failovers(s *history.Scenario) (out []Failover, problems []string) {
+	out, problems, _ = failovers(s)
+	return out, problems
+}
+
+func failovers(s *history.Scenario) ([]Failover, []string, []string) {
 	var out []Failover
-	var problems []string
+	var problems, notes []string
 	bound := s.Config.LeaseDuration.D() + s.Config.RetryPeriod.D()
 	tos := Takeovers(s)
 	for _, w := range s.Chaos {
@@ -241,7 +247,7 @@ func Failovers(s *history.Scenario) ([]Failover, []string) {
 			continue
 		}
 		if PodOf(s, h.Holder) != w.Pod {
-			problems = append(problems, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s)", w.Kind, w.Pod, ts(w.Injected), h.Holder))
+			notes = append(notes, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s): not a failover", w.Kind, w.Pod, ts(w.Injected), h.Holder))
 			continue
 		}
 		f := Failover{Kind: w.Kind, Pod: w.Pod, Injected: w.Injected, FromTerm: h.Term, Bound: bound}
@@ -268,14 +274,20 @@ func Failovers(s *history.Scenario) ([]Failover, []string) {
 		}
 		out = append(out, f)
 	}
-	return out, problems
+	return out, problems, notes
 }
 
 func checkFailoverLiveness(s *history.Scenario) Verdict {
 	var e evidence
-	fs, problems := Failovers(s)
+	fs, problems, notes := failovers(s)
 	for _, p := range problems {
 		e.failf("%s", p)
+	}
+	for _, n := range notes {
+		e.addf("%s", n)
+	}
+	if len(fs) == 0 && len(s.Chaos) > 0 {
+		e.failf("no chaos window hit the leader: no failover to judge")
 	}
 	for _, f := range fs {
 		if f.FirstCommit.IsZero() {

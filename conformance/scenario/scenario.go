@@ -1,0 +1,159 @@
+// Package scenario defines the conformance scenarios as data: how the
+// reconciler and the sink run, what chaos is applied, and what each check
+// must say. The cluster suite (conformance/suite) executes them; the
+// definitions are pure so they are unit-tested without a cluster.
+package scenario
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// Chaos is what a scenario does to the leader.
+type Chaos string
+
+const (
+	// PartitionOnce cuts the leader off from the apiserver once, then heals.
+	PartitionOnce Chaos = "partition"
+	// ShutdownLeader deletes the leader pod while it writes (SIGTERM).
+	ShutdownLeader Chaos = "shutdown"
+	// Repeated runs the seeded partition schedule, then deletes the
+	// leader pod, then restarts the Deployment (rolling restart).
+	Repeated Chaos = "repeated"
+)
+
+// Def is one scenario.
+type Def struct {
+	Name        string
+	Description string
+	Chaos       Chaos
+	// NegativeControl: a broken variant the suite must catch.
+	NegativeControl bool
+	ReconcilerArgs  []string
+	SinkArgs        []string
+	// WaitRejects: before collecting, wait until the sink rejected a stale write.
+	WaitRejects bool
+	Expect      map[string]history.Outcome
+}
+
+// Timing is the lease and bridge timing every scenario runs with.
+type Timing struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	DrainTimeout, WriteInterval, AbortLimit   time.Duration
+	Partition                                 time.Duration // one cut; at least 2x the lease
+}
+
+// DefaultTiming is short enough for the suite to fit about 15 minutes on
+// two cores, with a partition of twice the TTL.
+func DefaultTiming() Timing {
+	return Timing{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
+		DrainTimeout: 2 * time.Second, WriteInterval: 200 * time.Millisecond, AbortLimit: 500 * time.Millisecond,
+		Partition: 8 * time.Second}
+}
+
+// Validate rejects timings that cannot show a takeover.
+func (t Timing) Validate() error {
+	switch {
+	case t.RenewDeadline >= t.LeaseDuration:
+		return fmt.Errorf("--renew-deadline %v must be shorter than --lease-duration %v", t.RenewDeadline, t.LeaseDuration)
+	case float64(t.RenewDeadline) <= 1.2*float64(t.RetryPeriod):
+		return fmt.Errorf("--renew-deadline %v must be more than 1.2x --retry-period %v", t.RenewDeadline, t.RetryPeriod)
+	case t.Partition < 2*t.LeaseDuration:
+		return fmt.Errorf("--partition %v must be at least twice --lease-duration %v", t.Partition, t.LeaseDuration)
+	case t.DrainTimeout <= 0 || t.WriteInterval <= 0 || t.AbortLimit <= 0:
+		return fmt.Errorf("--drain-timeout, --write-interval and --abort-limit must be positive")
+	}
+	return nil
+}
+
+// Args are the reconciler flags for this timing.
+func (t Timing) Args() []string {
+	return []string{"--lease-duration=" + t.LeaseDuration.String(), "--renew-deadline=" + t.RenewDeadline.String(),
+		"--retry-period=" + t.RetryPeriod.String(), "--drain-timeout=" + t.DrainTimeout.String(),
+		"--write-interval=" + t.WriteInterval.String()}
+}
+
+// Config is the history's record of how a scenario ran.
+func (t Timing) Config(d Def) history.Config {
+	return history.Config{LeaseDuration: history.Duration(t.LeaseDuration), RenewDeadline: history.Duration(t.RenewDeadline),
+		RetryPeriod: history.Duration(t.RetryPeriod), DrainTimeout: history.Duration(t.DrainTimeout),
+		WriteInterval: history.Duration(t.WriteInterval), AbortLimit: history.Duration(t.AbortLimit), FencingRequired: true,
+		ReconcilerArgs: append(t.Args(), d.ReconcilerArgs...), SinkArgs: append([]string(nil), d.SinkArgs...)}
+}
+
+// safety is what every correct run must show.
+var safety = []string{check.TermMonotonic, check.TermStep, check.NoStaleCommit, check.EpochHeldByWriter,
+	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites}
+
+func expect(pass []string, extra map[string]history.Outcome) map[string]history.Outcome {
+	m := map[string]history.Outcome{}
+	for _, c := range pass {
+		m[c] = history.MustPass
+	}
+	for c, o := range extra {
+		m[c] = o
+	}
+	return m
+}
+
+// control expects failOn to fail and reports every other check as informative.
+func control(failOn ...string) map[string]history.Outcome {
+	m := map[string]history.Outcome{}
+	for _, c := range check.Names() {
+		m[c] = history.Any
+	}
+	for _, c := range failOn {
+		m[c] = history.MustFail
+	}
+	return m
+}
+
+// All is every scenario, in run order.
+func All() []Def {
+	return []Def{
+		{
+			Name:        "partition-heal",
+			Description: "the leader is cut off from the apiserver for longer than the TTL, then healed: a new leader, term +1, the old leader steps down and drains, zero stale commits",
+			Chaos:       PartitionOnce,
+			Expect: expect(safety, map[string]history.Outcome{check.OldLeaderStepsDown: history.MustPass, check.BridgeDrain: history.MustPass,
+				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
+		},
+		{
+			Name:           "stale-leader-keeps-writing",
+			Description:    "the partitioned leader ignores its demotion and keeps writing: the sink rejects every stale write and commits none after the new leader's fence",
+			Chaos:          PartitionOnce,
+			ReconcilerArgs: []string{"--ignore-demotion"},
+			WaitRejects:    true,
+			Expect: expect(safety, map[string]history.Outcome{check.RejectStaleSeen: history.MustPass, check.FailoverLiveness: history.MustPass,
+				check.OldLeaderStepsDown: history.Any}),
+		},
+		{
+			Name:        "shutdown-under-load",
+			Description: "the leader pod is deleted while writing: its bridge aborts within the limit and nothing is written after the abort; a new leader takes over",
+			Chaos:       ShutdownLeader,
+			Expect: expect(safety, map[string]history.Outcome{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
+				check.OldLeaderStepsDown: history.MustPass, check.FailoverLiveness: history.MustPass}),
+		},
+		{
+			Name:        "repeated-takeovers",
+			Description: "a seeded schedule of partitions in a row, a leader pod deleted, a rolling restart: the term goes +1 per takeover, never repeats, never goes back",
+			Chaos:       Repeated,
+			Expect: expect(safety, map[string]history.Outcome{check.OldLeaderStepsDown: history.MustPass,
+				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
+		},
+		neg("neg-fencing-off", "--fencing=off with an unfenced sink: writes commit without an epoch", []string{"--fencing=off"}, []string{"--broken=unfenced"}, false, check.UnfencedWrites),
+		neg("neg-ignore-demotion-unfenced-sink", "--ignore-demotion with an unfenced sink: the stale leader's writes commit after the new term's fence", []string{"--ignore-demotion"}, []string{"--broken=unfenced"}, false, check.NoStaleCommit),
+		neg("neg-live-epoch", "--live-epoch --ignore-demotion: the stale leader stamps a term it never held", []string{"--live-epoch", "--ignore-demotion"}, nil, false, check.EpochHeldByWriter),
+		neg("neg-no-drain", "--no-drain: a bridge stopped by its producer drops what it buffered", []string{"--no-drain"}, nil, false, check.BridgeDrain),
+		neg("neg-term-on-renew", "--term-on-renew: the term moves on renew", []string{"--term-on-renew"}, nil, false, check.TermStep),
+		neg("neg-no-term-bump", "--no-term-bump: a takeover keeps the old term", []string{"--no-term-bump"}, nil, false, check.TermStep),
+	}
+}
+
+func neg(name, desc string, rargs, sargs []string, waitRejects bool, failOn ...string) Def {
+	return Def{Name: name, Description: "negative control: " + desc, Chaos: PartitionOnce, NegativeControl: true,
+		ReconcilerArgs: rargs, SinkArgs: sargs, WaitRejects: waitRejects, Expect: control(failOn...)}
+}
