@@ -130,9 +130,13 @@ func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) {
 	return d, nil
 }
 
-// Deadline is when the partition heals: creationTimestamp + duration, as
-// Chaos Mesh counts it. It depends only on the object, so the agent finds the
+// Deadline is when the partition heals, counted from creationTimestamp as
+// Chaos Mesh does. It depends only on the object, so the agent finds the
 // same deadline after a restart and the harness dying changes nothing.
+// creationTimestamp has one-second resolution (the object was created
+// somewhere in [ts, ts+1s)), so the deadline is rounded up: the partition
+// lasts at least duration from creation, at most one second more. A cut
+// meant to outlast the lease TTL never ends early.
 func Deadline(nc *v1alpha1.NetworkChaos) (time.Time, error) {
 	d, err := Duration(nc)
 	if err != nil {
@@ -141,7 +145,7 @@ func Deadline(nc *v1alpha1.NetworkChaos) (time.Time, error) {
 	if nc.CreationTimestamp.IsZero() {
 		return time.Time{}, errors.New("object has no creationTimestamp")
 	}
-	return nc.CreationTimestamp.Add(d), nil
+	return nc.CreationTimestamp.Truncate(time.Second).Add(time.Second + d), nil
 }
 
 // Active reports whether nc's routes should be in place at now.

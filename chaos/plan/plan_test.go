@@ -85,10 +85,10 @@ func TestRoutes(t *testing.T) {
 func TestDeadlineAndActive(t *testing.T) {
 	nc := partition("p", "45s", "10.96.0.1")
 	end, err := Deadline(nc)
-	if err != nil || !end.Equal(t0.Add(45*time.Second)) {
-		t.Fatalf("deadline %v %v", end, err)
+	if err != nil || !end.Equal(t0.Add(46*time.Second)) {
+		t.Fatalf("deadline %v %v (want creation rounded up + 45s)", end, err)
 	}
-	if !Active(nc, t0.Add(44*time.Second)) || Active(nc, t0.Add(45*time.Second)) {
+	if !Active(nc, t0.Add(45*time.Second)) || Active(nc, t0.Add(46*time.Second)) {
 		t.Fatal("active window wrong")
 	}
 	now := metav1.NewTime(t0)
@@ -158,11 +158,11 @@ func TestDesiredOnlyThisNodeAndMerged(t *testing.T) {
 		t.Fatalf("problems %v", problems)
 	}
 	// after a's deadline only b remains; after b's, nothing.
-	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(30*time.Second))
+	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(31*time.Second))
 	if len(want["app/rec-1"].Routes) != 2 || len(want["app/rec-1"].Chaos) != 1 {
 		t.Fatalf("at 30s: %+v", want["app/rec-1"])
 	}
-	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(60*time.Second))
+	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(61*time.Second))
 	if len(want) != 0 {
 		t.Fatalf("at 60s still %v", want)
 	}
