@@ -229,7 +229,7 @@ func TestSinkBinaryFlags(t *testing.T) {
 		{[]string{"--help"}, 0, "-broken"},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"--broken=sloppy", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, 2, `unknown broken variant "sloppy"`},
-		{[]string{"--store=mysql"}, 1, "unknown --store"},
+		{[]string{"--store=mysql"}, 2, "unknown --store"},
 		{[]string{"--store=postgres"}, 1, "needs --pg-dsn"},
 	} {
 		cmd := exec.Command(sinkBin, c.args...)

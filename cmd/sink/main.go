@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -24,26 +25,54 @@ import (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
-func run(args []string) int {
+// options are the command-line flags.
+type options struct {
+	addr, data, store, pgDSN, pgPrefix, broken string
+}
+
+// errHelp means --help was asked for and printed.
+var errHelp = flag.ErrHelp
+
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
-	addr := fs.String("addr", ":8080", "listen address")
-	data := fs.String("data", "/data", "data directory of the bolt store")
-	kind := fs.String("store", "bolt", "store: bolt or postgres")
-	dsn := fs.String("pg-dsn", "", "PostgreSQL DSN for --store=postgres (default: $FENCECHECK_PG_DSN)")
-	pgPrefix := fs.String("pg-prefix", "sink", "table name prefix in PostgreSQL")
-	brokenName := fs.String("broken", "", "serve a negative control instead of the reference rule: "+strings.Join(broken.Names(), ", "))
+	fs.SetOutput(out)
+	fs.StringVar(&o.addr, "addr", ":8080", "listen address")
+	fs.StringVar(&o.data, "data", "/data", "data directory of the bolt store")
+	fs.StringVar(&o.store, "store", "bolt", "store: bolt or postgres")
+	fs.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL DSN for --store=postgres (default: $FENCECHECK_PG_DSN)")
+	fs.StringVar(&o.pgPrefix, "pg-prefix", "sink", "table name prefix in PostgreSQL")
+	fs.StringVar(&o.broken, "broken", "", "serve a negative control instead of the reference rule: "+strings.Join(broken.Names(), ", "))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sink [flags]\n\nThe reference fencing sink (sink contract v1, see docs/sink-contract.md).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "sink: unexpected argument %q\n", fs.Arg(0))
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.broken != "" {
+		if _, err := broken.Lookup(o.broken); err != nil {
+			return o, err
+		}
+	}
+	switch o.store {
+	case "bolt", "postgres":
+	default:
+		return o, fmt.Errorf("unknown --store %q (bolt or postgres)", o.store)
+	}
+	return o, nil
+}
+
+func run(args []string) int {
+	o, err := parseFlags(args, os.Stderr)
+	switch {
+	case errors.Is(err, errHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "sink:", err)
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -52,23 +81,20 @@ func run(args []string) int {
 	defer stop()
 
 	var st store.Store
-	var err error
-	switch *kind {
+	switch o.store {
 	case "bolt":
-		st, err = boltstore.Open(*data)
+		st, err = boltstore.Open(o.data)
 	case "postgres":
-		if *dsn == "" {
-			*dsn = os.Getenv("FENCECHECK_PG_DSN")
+		if o.pgDSN == "" {
+			o.pgDSN = os.Getenv("FENCECHECK_PG_DSN")
 		}
-		if *dsn == "" {
+		if o.pgDSN == "" {
 			err = errors.New("--store=postgres needs --pg-dsn or FENCECHECK_PG_DSN")
 		} else {
 			openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			st, err = pgstore.Open(openCtx, *dsn, *pgPrefix)
+			st, err = pgstore.Open(openCtx, o.pgDSN, o.pgPrefix)
 			cancel()
 		}
-	default:
-		err = fmt.Errorf("unknown --store %q (bolt or postgres)", *kind)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sink:", err)
@@ -77,12 +103,8 @@ func run(args []string) int {
 	defer st.Close()
 
 	cfg := sink.Config{Store: st, Log: log}
-	if *brokenName != "" {
-		v, err := broken.Lookup(*brokenName)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "sink:", err)
-			return 2
-		}
+	if o.broken != "" {
+		v, _ := broken.Lookup(o.broken) // validated by parseFlags
 		cfg = v.Config(st, log)
 		log.Warn("serving a NEGATIVE CONTROL, not the reference sink", "variant", v.Name, "breaks", v.Description)
 	}
@@ -92,13 +114,13 @@ func run(args []string) int {
 		return 1
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sink:", err)
 		return 1
 	}
 	hs := sink.HTTPServer(srv.Handler(), sink.DefaultTimeouts)
-	log.Info("sink listening", "addr", ln.Addr().String(), "store", *kind, "data", *data, "broken", *brokenName)
+	log.Info("sink listening", "addr", ln.Addr().String(), "store", o.store, "data", o.data, "broken", o.broken)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
