@@ -99,3 +99,12 @@ _lock_held_by_ancestor() {
 	done
 	return 1
 }
+
+# hash_str ARG...: like hash_inputs, but an argument that is not an existing
+# path is hashed as a string (versions, function bodies from `declare -f`).
+hash_str() {
+	local a
+	for a in "$@"; do
+		if [ -e "$a" ]; then hash_inputs "$a"; else printf '%s' "$a" | sha256sum; fi
+	done | sha256sum | cut -c1-12
+}
