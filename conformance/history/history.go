@@ -52,6 +52,8 @@ type Scenario struct {
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
 	Chaos        []ChaosWindow               `json:"chaos,omitempty"`
 	Expect       map[string]Outcome          `json:"expect"` // by check name
+	// Status is each reconciler pod's /status document at the end.
+	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
 	// failed); they are evidence, and the report shows them.
 	Errors []string `json:"errors,omitempty"`

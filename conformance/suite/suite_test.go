@@ -1,0 +1,278 @@
+//go:build conformance
+
+// Package suite is the fencecheck conformance suite on a live cluster, run
+// with sigs.k8s.io/e2e-framework: one feature per scenario, each in a fresh
+// namespace. e2e-framework's flags work (--kubeconfig, --feature,
+// --skip-features, --labels ...), plus the suite's own (see TestMain).
+// After the run it writes reports/<run-id>/ (history.json, verdicts.json,
+// junit.xml, summary.md, index.html).
+package suite
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/fencecheck/fencecheck/chaos"
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/report"
+	"github.com/fencecheck/fencecheck/conformance/run"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
+)
+
+var (
+	testenv env.Environment
+	runEnv  = &run.Env{}
+
+	seed            = flag.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the chaos schedule (recorded in the report)")
+	reportsDir      = flag.String("reports", "", "directory for this run's reports (default <repo>/reports/<run-id>)")
+	runID           = flag.String("run-id", "", "run id (default: UTC time)")
+	deployTimeout   = flag.Duration("deploy-timeout", 3*time.Minute, "how long a Deployment may take to become ready")
+	scenarioTimeout = flag.Duration("scenario-timeout", 2*time.Minute, "how long any one wait inside a scenario may take")
+	executorName    = flag.String("executor", "auto", "chaos executor: auto, builtin, chaos-mesh")
+	keepNamespaces  = flag.Bool("keep-namespaces", false, "keep each scenario's namespace for inspection")
+	takeovers       = flag.Int("takeovers", 3, "partitions in the repeated-takeovers scenario")
+	timing          = scenario.DefaultTiming()
+
+	mu       sync.Mutex
+	recorded []*history.Scenario
+	started  time.Time
+)
+
+func init() {
+	flag.DurationVar(&timing.LeaseDuration, "lease-duration", timing.LeaseDuration, "reconciler --lease-duration")
+	flag.DurationVar(&timing.RenewDeadline, "renew-deadline", timing.RenewDeadline, "reconciler --renew-deadline")
+	flag.DurationVar(&timing.RetryPeriod, "retry-period", timing.RetryPeriod, "reconciler --retry-period")
+	flag.DurationVar(&timing.DrainTimeout, "drain-timeout", timing.DrainTimeout, "reconciler --drain-timeout")
+	flag.DurationVar(&timing.WriteInterval, "write-interval", timing.WriteInterval, "reconciler --write-interval")
+	flag.DurationVar(&timing.AbortLimit, "abort-limit", timing.AbortLimit, "how long a bridge may take to abort on shutdown")
+	flag.DurationVar(&timing.Partition, "partition", timing.Partition, "length of one partition (at least 2x the lease)")
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s conformance: %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+}
+
+func repoRoot() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(file)
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no go.mod above %s", dir)
+}
+
+func TestMain(m *testing.M) {
+	started = time.Now()
+	cfg, err := envconf.NewFromFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	if *runID == "" {
+		*runID = started.UTC().Format("20060102-150405")
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	if *reportsDir == "" {
+		*reportsDir = filepath.Join(root, "reports", *runID)
+	}
+	if cfg.KubeconfigFile() == "" {
+		// controller-runtime registers --kubeconfig first, so e2e-framework's
+		// own variable stays empty: read the flag, then $KUBECONFIG.
+		if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+			cfg.WithKubeconfigFile(f.Value.String())
+		} else {
+			cfg.WithKubeconfigFile(os.Getenv("KUBECONFIG"))
+		}
+	}
+	testenv = env.NewWithConfig(cfg)
+	testenv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		if err := timing.Validate(); err != nil {
+			return ctx, err
+		}
+		if cfg.KubeconfigFile() == "" {
+			return ctx, fmt.Errorf("no cluster: pass --kubeconfig or set KUBECONFIG (make conformance brings the kind cluster up: scripts/conformance.sh)")
+		}
+		if _, err := os.Stat(cfg.KubeconfigFile()); err != nil {
+			return ctx, fmt.Errorf("kubeconfig %s: %v: run `flock $FENCECHECK_CACHE/kind.lock make kind-up images` or pass --kubeconfig", cfg.KubeconfigFile(), err)
+		}
+		cl, err := cfg.NewClient()
+		if err != nil {
+			return ctx, fmt.Errorf("kubeconfig %s: %w", cfg.KubeconfigFile(), err)
+		}
+		rc := cl.RESTConfig()
+		kube, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return ctx, err
+		}
+		v, err := kube.Discovery().ServerVersion()
+		if err != nil {
+			return ctx, fmt.Errorf("cluster at %s unreachable (%v): run `flock $FENCECHECK_CACHE/kind.lock make kind-up images` or pass --kubeconfig", cfg.KubeconfigFile(), err)
+		}
+		res, err := resources.New(rc)
+		if err != nil {
+			return ctx, err
+		}
+		ex, err := chaos.ByName(ctx, rc, *executorName, chaos.Options{Logf: logf})
+		if err != nil {
+			return ctx, err
+		}
+		logf("cluster %s (kubernetes %s); chaos executor %s; installing it", rc.Host, v.GitVersion, ex.Name())
+		if err := ex.Install(ctx); err != nil {
+			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
+		}
+		*runEnv = run.Env{Kube: kube, Res: res, Exec: ex, Timing: timing, Seed: *seed, RunID: *runID, Root: root,
+			DeployTimeout: *deployTimeout, ScenarioTimeout: *scenarioTimeout, Takeovers: *takeovers, Logf: logf}
+		return ctx, nil
+	})
+	code := testenv.Run(m)
+	if err := writeReports(code); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: writing reports:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func writeReports(code int) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if err := os.MkdirAll(*reportsDir, 0o755); err != nil {
+		return err
+	}
+	if len(recorded) == 0 {
+		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out; see the test output.\n", *runID, code)
+		return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), []byte(msg), 0o644)
+	}
+	r := &history.Run{Meta: history.Meta{RunID: *runID, Seed: *seed, Started: started, Ended: time.Now(),
+		Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}, Scenarios: recorded}
+	results := check.Evaluate(r)
+	if err := report.Write(*reportsDir, r, results); err != nil {
+		return err
+	}
+	c := report.Count(results)
+	logf("reports in %s: %d results, %d as expected, %d not, %d negative controls caught", *reportsDir, c.Total, c.OK, c.Failed, c.CaughtControls)
+	return nil
+}
+
+type sessionKey struct{}
+
+// state is one feature's session and how its setup went.
+type state struct {
+	s        *run.Session
+	setupErr error
+}
+
+// feature turns a scenario definition into an e2e-framework feature:
+// setup deploys and records, one assessment applies the chaos, one judges
+// the history, teardown deletes the namespace.
+func feature(d scenario.Def) features.Feature {
+	kind := "scenario"
+	if d.NegativeControl {
+		kind = "negative-control"
+	}
+	return features.New(d.Name).
+		WithLabel("kind", kind).
+		WithLabel("chaos", string(d.Chaos)).
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			// No t.Fatal here: at feature level it would skip the teardown.
+			s, err := runEnv.Start(ctx, d)
+			if err != nil {
+				t.Errorf("%s: setup: %v", d.Name, err)
+			}
+			return context.WithValue(ctx, sessionKey{}, &state{s: s, setupErr: err})
+		}).
+		Assess("chaos", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			st := ctx.Value(sessionKey{}).(*state)
+			if st.setupErr != nil {
+				t.Fatalf("%s: not run, the setup failed: %v", d.Name, st.setupErr)
+			}
+			if err := st.s.Chaos(ctx); err != nil {
+				t.Fatalf("%s: %v", d.Name, err)
+			}
+			return ctx
+		}).
+		Assess("checks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			s := ctx.Value(sessionKey{}).(*state).s
+			h, err := s.Finish(ctx)
+			mu.Lock()
+			recorded = append(recorded, h)
+			mu.Unlock()
+			if err != nil {
+				t.Errorf("%s: collecting the history: %v", d.Name, err)
+			}
+			for _, r := range s.Evaluate() {
+				line := fmt.Sprintf("%s/%s: expected %s, pass=%v: %s", r.Scenario, r.Check, r.Expected, r.Pass, strings.Join(r.Evidence, " | "))
+				switch {
+				case !r.OK && r.Expected == history.MustFail:
+					t.Errorf("NEGATIVE CONTROL ESCAPED %s", line)
+				case !r.OK:
+					t.Errorf("FAILED %s", line)
+				default:
+					t.Logf("ok %s", line)
+				}
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			st, _ := ctx.Value(sessionKey{}).(*state)
+			if st == nil || st.s == nil {
+				return ctx
+			}
+			s := st.s
+			if s.Hist != nil && !recordedHas(s.Hist) {
+				// Setup or chaos failed: keep what was recorded as evidence.
+				if h, err := s.Finish(context.WithoutCancel(ctx)); err == nil || h != nil {
+					mu.Lock()
+					recorded = append(recorded, h)
+					mu.Unlock()
+				}
+			}
+			if *keepNamespaces {
+				t.Logf("keeping namespace %s", s.NS)
+				return ctx
+			}
+			if err := s.Cleanup(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("delete namespace %s: %v", s.NS, err)
+			}
+			return ctx
+		}).Feature()
+}
+
+func recordedHas(h *history.Scenario) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range recorded {
+		if r == h {
+			return true
+		}
+	}
+	return false
+}
+
+func TestConformance(t *testing.T) {
+	var fs []features.Feature
+	for _, d := range scenario.All() {
+		fs = append(fs, feature(d))
+	}
+	testenv.Test(t, fs...)
+}
