@@ -119,8 +119,9 @@ func verdictWord(r check.Result) string {
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	timing := fs.Bool("timing", false, "only print each scenario's wall time against its unavoidable waits (Markdown), write nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: fencecheck report DIR
+		fmt.Fprintln(stderr, `usage: fencecheck report [--timing] DIR
 
 Re-checks DIR/history.json and rewrites verdicts.json, junit.xml,
 summary.md and index.html in DIR (history.json is not touched).`)
@@ -141,6 +142,10 @@ summary.md and index.html in DIR (history.json is not touched).`)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck report: %v\n", err)
 		return exitBadReport
+	}
+	if *timing {
+		fmt.Fprint(stdout, report.TimingTable(report.Timings(run)))
+		return exitOK
 	}
 	results := check.Evaluate(run)
 	if err := report.Render(dir, run, results); err != nil {

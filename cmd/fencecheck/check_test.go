@@ -103,3 +103,14 @@ func TestReportRerenders(t *testing.T) {
 		t.Error("report must not rewrite history.json")
 	}
 }
+
+func TestReportTiming(t *testing.T) {
+	dir := savedReport(t, false)
+	var out, errb bytes.Buffer
+	if code := runReport([]string{"--timing", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "| partition-heal |") || !strings.Contains(out.String(), "**total**") {
+		t.Errorf("timing output:\n%s", out.String())
+	}
+}

@@ -25,6 +25,11 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 		fmt.Fprintf(&b, "Flags: `%s`\n", strings.Join(run.Meta.Flags, " "))
 	}
 	b.WriteString("\n")
+	if ts := Timings(run); len(ts) > 0 {
+		b.WriteString("Wall time against the waits a scenario cannot avoid (partitions, a lease TTL per leader deletion or restart, schedule gaps, settling commits):\n\n")
+		b.WriteString(TimingTable(ts))
+		b.WriteString("\n")
+	}
 	for _, s := range run.Scenarios {
 		fmt.Fprintf(&b, "## %s\n\n", s.Name)
 		if s.Description != "" {

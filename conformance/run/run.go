@@ -33,6 +33,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/report"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
@@ -49,7 +50,7 @@ const (
 	SinkPort             = "8080"
 	StatusPort           = "8081"
 	// commitsToSettle is how many commits of a new leader show it is live.
-	commitsToSettle = 5
+	commitsToSettle = report.SettleCommits
 )
 
 // Env is what every scenario shares.
@@ -490,13 +491,19 @@ func (s *Session) Repeated(ctx context.Context) error {
 	}
 	for _, st := range sch.Steps {
 		if st.Gap > 0 {
-			// The schedule's quiet time between bursts (chaos timing, not synchronisation).
-			t := time.NewTimer(st.Gap)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
+			// The schedule's quiet time between bursts: chaos timing, not
+			// synchronisation (recorded as a phase for the timing report).
+			if err := s.phase(fmt.Sprintf("gap-%d", st.Index), func() error {
+				t := time.NewTimer(st.Gap)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-t.C:
+					return nil
+				}
+			}); err != nil {
+				return err
 			}
 		}
 		if err := s.phase(fmt.Sprintf("partition-%d-%s", st.Index, st.Role), func() error {

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# conformance.sh: the main job (`make conformance`). Brings up the kind
+# cluster (scripts/kind-up.sh) unless --kubeconfig is given, builds and loads
+# the images (scripts/images.sh), runs the conformance suite
+# (conformance/suite, tag conformance, sigs.k8s.io/e2e-framework) and writes
+# everything into reports/<run-id>/ (history.json, verdicts.json, junit.xml,
+# summary.md, index.html, test-output.json, suite.log; kind logs on failure),
+# with reports/latest pointing at it.
+#
+#   --kubeconfig FILE       use this cluster; no kind-up, no image loading
+#   --keep-cluster WHEN     always | on-failure (default) | never: delete the
+#                           kind cluster after the run unless kept
+#   --run-id ID             default: UTC time
+#   --seed N                chaos schedule seed (default: random, recorded)
+#   --skip-images           do not rebuild/load the images
+#   --timeout D             go test timeout (default 40m)
+#   -h, --help              this text
+#   -- ARGS                 passed to the suite: e2e-framework flags
+#                           (--feature REGEX, --skip-features, --labels k=v)
+#                           and the suite's (--lease-duration, --partition,
+#                           --deploy-timeout, --scenario-timeout, --takeovers,
+#                           --keep-namespaces, --executor ...)
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+
+KUBECONFIG_ARG=""
+KEEP=on-failure
+RUN_ID=""
+SEED=""
+SKIP_IMAGES=0
+TIMEOUT=40m
+SUITE_ARGS=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--kubeconfig) KUBECONFIG_ARG=${2:?--kubeconfig needs a file}; shift 2 ;;
+	--kubeconfig=*) KUBECONFIG_ARG=${1#*=}; shift ;;
+	--keep-cluster) KEEP=${2:?--keep-cluster needs always, on-failure or never}; shift 2 ;;
+	--keep-cluster=*) KEEP=${1#*=}; shift ;;
+	--run-id) RUN_ID=${2:?}; shift 2 ;;
+	--run-id=*) RUN_ID=${1#*=}; shift ;;
+	--seed) SEED=${2:?}; shift 2 ;;
+	--seed=*) SEED=${1#*=}; shift ;;
+	--skip-images) SKIP_IMAGES=1; shift ;;
+	--timeout) TIMEOUT=${2:?}; shift 2 ;;
+	--timeout=*) TIMEOUT=${1#*=}; shift ;;
+	--) shift; SUITE_ARGS+=("$@"); break ;;
+	*) die "unknown argument: $1 (try --help; suite flags go after --)" ;;
+	esac
+done
+case "$KEEP" in always | on-failure | never) ;; *) die "--keep-cluster must be always, on-failure or never, not '$KEEP'" ;; esac
+[ -z "$SEED" ] || [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a number, got '$SEED'"
+RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
+[[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"
+SEED=${SEED:-$(( $(date +%s%N) % 1000000 ))}
+
+REPORTS="$FENCECHECK_ROOT/reports/$RUN_ID"
+mkdir -p "$REPORTS"
+ln -sfn "$RUN_ID" "$FENCECHECK_ROOT/reports/latest"
+log "run $RUN_ID, seed $SEED, reports in $REPORTS"
+
+OWN_CLUSTER=0
+if [ -n "$KUBECONFIG_ARG" ]; then
+	[ -r "$KUBECONFIG_ARG" ] || die "--kubeconfig $KUBECONFIG_ARG is not readable"
+	export KUBECONFIG=$KUBECONFIG_ARG
+	log "using the cluster of $KUBECONFIG (no kind-up, no image loading; the images must already be there)"
+else
+	OWN_CLUSTER=1
+	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
+	if [ "$SKIP_IMAGES" = 0 ]; then
+		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink chaos-agent probe
+	fi
+fi
+
+# gotestsum when the proxy serves it (a readable summary), else go test -json.
+RUNNER=(go test)
+if go run gotest.tools/gotestsum@latest --version >/dev/null 2>&1; then
+	RUNNER=(go run gotest.tools/gotestsum@latest --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --)
+	log "running the suite with gotestsum"
+else
+	log "gotestsum unavailable: running the suite with go test -json"
+fi
+
+ARGS=(-tags conformance -count=1 -timeout "$TIMEOUT" ./conformance/suite/ -args
+	--kubeconfig "$KUBECONFIG" --reports "$REPORTS" --run-id "$RUN_ID" --seed "$SEED" "${SUITE_ARGS[@]}")
+rc=0
+cd "$FENCECHECK_ROOT"
+if [ "${RUNNER[0]}" = go ] && [ "${RUNNER[1]}" = test ]; then
+	# Verbose output on the console and in suite.log; test2json keeps a
+	# machine-readable copy.
+	step "suite" go test -v "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" | tee >(go tool test2json -t -p conformance/suite >"$REPORTS/test-output.json") || rc=${PIPESTATUS[0]}
+else
+	step "suite" "${RUNNER[@]}" "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" || rc=${PIPESTATUS[0]}
+fi
+
+if [ -f "$REPORTS/verdicts.json" ]; then
+	# The same verdicts, offline, from history.json (exit 3 if they differ).
+	if ! step "re-check offline" go run ./cmd/fencecheck check "$REPORTS" >"$REPORTS/recheck.txt" 2>&1; then
+		log "offline re-check: see $REPORTS/recheck.txt"
+		[ "$rc" != 0 ] || rc=1
+	fi
+fi
+
+if [ "$rc" != 0 ] && [ "$OWN_CLUSTER" = 1 ]; then
+	source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+	ensure_kind_cli
+	log "exporting kind logs to $REPORTS/kind-logs"
+	"$KIND" export logs "$REPORTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
+fi
+
+if [ "$OWN_CLUSTER" = 1 ]; then
+	if [ "$KEEP" = never ] || { [ "$KEEP" = on-failure ] && [ "$rc" = 0 ]; }; then
+		step "kind-down" bash "$FENCECHECK_ROOT/scripts/kind-down.sh"
+	else
+		log "keeping the cluster $KIND_CLUSTER_NAME (--keep-cluster=$KEEP, exit $rc); KUBECONFIG=$KUBECONFIG"
+	fi
+fi
+[ -f "$REPORTS/summary.md" ] && head -n 3 "$REPORTS/summary.md" >&2
+log "reports: $REPORTS (index.html, summary.md, junit.xml); exit $rc"
+exit "$rc"
