@@ -5,7 +5,8 @@
 #
 #   bench/sink.sh            bolt and PostgreSQL (starts PostgreSQL via scripts/test-integration-sink.sh --start-pg)
 #   bench/sink.sh bolt       bolt only
-# Env: BENCH_COUNT (5 rounds), BENCH_TIME (200x writes per round)
+# Env: BENCH_COUNT (5 rounds), BENCH_TIME (200x write pairs per round)
+# In the parallel shape w/s is per writer (GOMAXPROCS writers share the store).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -31,27 +32,32 @@ for s in "${stores[@]}"; do
 	esac
 done
 
-# Lines look like: "bolt BenchmarkWrites/serial/fenced-2  200  3547839 ns/op".
-# Median ns/op per (store, shape, mode); ratio = unfenced ns / fenced ns =
-# fenced throughput / unfenced throughput.
+# Lines look like: "bolt BenchmarkWrites/serial-2 200 5e6 ns/op 290 fenced_w/s 300 unfenced_w/s 0.97 ratio".
+# Each line already compares fenced and unfenced writes interleaved in the
+# same loop; print the median over the rounds.
 awk '
-$2 ~ /^BenchmarkWrites\// && $5 == "ns/op" {
-	split($2, p, "/"); mode = p[3]; sub(/-[0-9]+$/, "", mode)
-	k = $1 " " p[2] " " mode; n[k]++; v[k, n[k]] = $4
+$2 ~ /^BenchmarkWrites\// {
+	shape = $2; sub(/^BenchmarkWrites\//, "", shape); sub(/-[0-9]+$/, "", shape)
+	k = $1 " " shape; n[k]++
+	for (i = 4; i < NF; i += 2) {
+		if ($(i + 1) == "fenced_w/s") f[k, n[k]] = $i
+		if ($(i + 1) == "unfenced_w/s") u[k, n[k]] = $i
+		if ($(i + 1) == "ratio") r[k, n[k]] = $i
+	}
 }
-function median(k,   i, j, t, m) {
+function median(arr, k,   i, j, t, m) {
 	m = n[k]
-	for (i = 1; i <= m; i++) a[i] = v[k, i]
+	for (i = 1; i <= m; i++) a[i] = arr[k, i]
 	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
 END {
-	printf "%-9s %-9s %14s %14s %8s  %s\n", "store", "shape", "fenced w/s", "unfenced w/s", "ratio", "goal >= 0.90"
+	printf "%-9s %-9s %7s %12s %14s %8s  %s\n", "store", "shape", "rounds", "fenced w/s", "unfenced w/s", "ratio", "goal >= 0.90 (median ratio)"
 	split("bolt postgres", stores, " "); split("serial parallel", shapes, " ")
 	for (s = 1; s <= 2; s++) for (h = 1; h <= 2; h++) {
-		f = stores[s] " " shapes[h] " fenced"; u = stores[s] " " shapes[h] " unfenced"
-		if (!(f in n) || !(u in n)) continue
-		mf = median(f); mu = median(u); r = mu / mf
-		printf "%-9s %-9s %14.0f %14.0f %8.2f  %s\n", stores[s], shapes[h], 1e9 / mf, 1e9 / mu, r, (r >= 0.9 ? "met" : "NOT met")
+		k = stores[s] " " shapes[h]
+		if (!(k in n)) continue
+		mr = median(r, k)
+		printf "%-9s %-9s %7d %12.0f %14.0f %8.3f  %s\n", stores[s], shapes[h], n[k], median(f, k), median(u, k), mr, (mr >= 0.9 ? "met" : "NOT met")
 	}
 }' "$out"
