@@ -106,6 +106,8 @@ is not as expected; 3: the re-check differs from verdicts.json; 2: usage;
 
 func verdictWord(r check.Result) string {
 	switch {
+	case r.Expected == history.MustFail && r.Inconclusive:
+		return "INCONCLUSIVE (failed for lack of evidence: negative control not shown to be caught)"
 	case r.Expected == history.MustFail && !r.Pass:
 		return "failed (negative control caught)"
 	case r.Expected == history.MustFail:

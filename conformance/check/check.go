@@ -14,9 +14,14 @@ import (
 
 // Verdict is one check's judgement of one scenario.
 type Verdict struct {
-	Check    string   `json:"check"`
-	Pass     bool     `json:"pass"`
-	Evidence []string `json:"evidence,omitempty"`
+	Check string `json:"check"`
+	Pass  bool   `json:"pass"`
+	// Inconclusive: it failed only for lack of evidence (nothing to judge,
+	// a watch gap, an unattributed commit), not on a violation. Such a
+	// failure fails a must-pass check but does not count as catching a
+	// negative control.
+	Inconclusive bool     `json:"inconclusive,omitempty"`
+	Evidence     []string `json:"evidence,omitempty"`
 }
 
 // Checker is a named check.
@@ -115,7 +120,7 @@ func EvaluateScenario(s *history.Scenario) []Result {
 		}
 		v := c.Fn(s)
 		v.Check = c.Name
-		out = append(out, Result{Scenario: s.Name, Expected: exp, Verdict: v, OK: meets(exp, v.Pass)})
+		out = append(out, Result{Scenario: s.Name, Expected: exp, Verdict: v, OK: meets(exp, v)})
 	}
 	var unknown []string
 	for name := range s.Expect {
@@ -131,12 +136,12 @@ func EvaluateScenario(s *history.Scenario) []Result {
 	return out
 }
 
-func meets(exp history.Outcome, pass bool) bool {
+func meets(exp history.Outcome, v Verdict) bool {
 	switch exp {
 	case history.MustPass:
-		return pass
+		return v.Pass
 	case history.MustFail:
-		return !pass
+		return !v.Pass && !v.Inconclusive
 	case history.Any:
 		return true
 	}
@@ -155,14 +160,22 @@ func AllOK(rs []Result) bool {
 
 // evidence collects lines for a verdict, bounded.
 type evidence struct {
-	lines   []string
-	dropped int
-	fail    bool
+	lines     []string
+	dropped   int
+	fail      bool
+	violation bool // at least one failure is a violation, not missing evidence
 }
 
+// failf records a violation.
 func (e *evidence) failf(format string, a ...any) {
-	e.fail = true
+	e.fail, e.violation = true, true
 	e.addf(format, a...)
+}
+
+// unknownf records a failure for lack of evidence.
+func (e *evidence) unknownf(format string, a ...any) {
+	e.fail = true
+	e.addf("INCONCLUSIVE: "+format, a...)
 }
 
 func (e *evidence) addf(format string, a ...any) {
@@ -178,7 +191,7 @@ func (e *evidence) verdict() Verdict {
 	if e.dropped > 0 {
 		lines = append(lines, fmt.Sprintf("... and %d more", e.dropped))
 	}
-	return Verdict{Pass: !e.fail, Evidence: lines}
+	return Verdict{Pass: !e.fail, Inconclusive: e.fail && !e.violation, Evidence: lines}
 }
 
 func shortID(s string) string {

@@ -279,6 +279,19 @@ func TestEvaluateExpectations(t *testing.T) {
 	if !sawDrain || !sawUnknown || AllOK(rs) {
 		t.Errorf("drain %v unknown %v allOK %v", sawDrain, sawUnknown, AllOK(rs))
 	}
+	// A control that fails only for lack of evidence is not caught.
+	s = synth.Scenario("no-evidence", synth.Defect{NoDrain: true})
+	s.Expect = map[string]history.Outcome{BridgeDrain: history.MustFail}
+	var kept []eventlog.Event
+	for _, ev := range s.Events["pod-a"] {
+		if ev.Kind != eventlog.KindBridgeDrained {
+			kept = append(kept, ev)
+		}
+	}
+	s.Events["pod-a"] = kept
+	if rs := EvaluateScenario(s); rs[0].Pass || !rs[0].Inconclusive || rs[0].OK {
+		t.Errorf("an inconclusive failure must not count as a caught control: %+v", rs[0])
+	}
 	// A broken variant that passes is not OK.
 	s = synth.Scenario("escaped", synth.Defect{})
 	s.Expect = map[string]history.Outcome{BridgeDrain: history.MustFail}

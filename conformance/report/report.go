@@ -85,6 +85,8 @@ func writeAtomic(path string, b []byte) error {
 // outcomeWord says what a result means for a reader.
 func outcomeWord(r check.Result) string {
 	switch {
+	case r.Expected == history.MustFail && r.Inconclusive:
+		return "INCONCLUSIVE (control not shown to be caught)"
 	case r.Expected == history.MustFail && !r.Pass:
 		return "caught (expected failure)"
 	case r.Expected == history.MustFail && r.Pass:
@@ -112,7 +114,7 @@ func Count(rs []check.Result) Counts {
 		} else {
 			c.Failed++
 		}
-		if r.Expected == history.MustFail && !r.Pass {
+		if r.Expected == history.MustFail && r.OK {
 			c.CaughtControls++
 		}
 		if r.Expected == history.Any {

@@ -103,16 +103,18 @@ func (e *Env) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	s := &Session{env: e, def: d, NS: e.Namespace(d)}
 	s.Hist = &history.Scenario{Name: d.Name, Description: d.Description, Namespace: s.NS, Config: e.Timing.Config(d),
 		Expect: d.Expect, Events: map[string][]eventlog.Event{}}
-	err := s.phase("deploy", func() error {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.NS, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}}}
-		if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create namespace %s: %w", s.NS, err)
-		}
-		var err error
-		if s.lease, err = collect.WatchLease(ctx, e.Kube, s.NS, LeaseName, TermAnnotation, e.Logf); err != nil {
-			return err
-		}
-		s.logs = collect.FollowLogs(ctx, e.Kube, s.NS, ReconcilerSelector, e.Logf)
+	// The recorders start before the deploy phase, so the Lease watch
+	// covers every phase of the scenario.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.NS, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}}}
+	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return s, fmt.Errorf("create namespace %s: %w", s.NS, err)
+	}
+	var err error
+	if s.lease, err = collect.WatchLease(ctx, e.Kube, s.NS, LeaseName, TermAnnotation, e.Logf); err != nil {
+		return s, err
+	}
+	s.logs = collect.FollowLogs(ctx, e.Kube, s.NS, ReconcilerSelector, e.Logf)
+	err = s.phase("deploy", func() error {
 		if err := s.deploy(ctx, "manifests/sink", SinkDeployment, d.SinkArgs); err != nil {
 			return err
 		}

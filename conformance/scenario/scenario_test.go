@@ -88,3 +88,15 @@ func TestExpectationsAgainstSyntheticModel(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigTakesScenarioWriteInterval(t *testing.T) {
+	for _, d := range All() {
+		c := DefaultTiming().Config(d)
+		if d.Name == "neg-no-drain" && c.WriteInterval.D().Milliseconds() != 5 {
+			t.Errorf("neg-no-drain write interval %v", c.WriteInterval.D())
+		}
+		if d.Name == "partition-heal" && c.WriteInterval.D() != DefaultTiming().WriteInterval {
+			t.Errorf("partition-heal write interval %v", c.WriteInterval.D())
+		}
+	}
+}
