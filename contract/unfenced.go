@@ -1,0 +1,24 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// PutUnfenced writes value under key WITHOUT the epoch header. It exists
+// only for the reconciler's --fencing=off negative control (the case
+// study's UnsafePod); a correct writer always uses Put.
+func (c *Client) PutUnfenced(ctx context.Context, key string, value []byte, idemKey string) (WriteResponse, Reply, error) {
+	h := map[string]string{}
+	if idemKey != "" {
+		h[HeaderIdempotencyKey] = idemKey
+	}
+	rep, err := c.do(ctx, http.MethodPut, RecordPath(key), value, h)
+	if err != nil {
+		return WriteResponse{}, rep, err
+	}
+	var wr WriteResponse
+	_ = json.Unmarshal(rep.Body, &wr)
+	return wr, rep, nil
+}
