@@ -1,0 +1,116 @@
+//go:build cluster
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/certify"
+)
+
+// On the kind cluster: deploy manifests/sink into a fresh namespace and
+// certify it on every profile, restarting it with a rollout (the PVC must
+// keep the floor, the records and the idempotency keys). The sink is reached
+// through `kubectl proxy` and the Service proxy, which follows the Service to
+// whichever pod is ready. Needs: make kind-up images (KUBECONFIG set).
+//
+// The negative control (--broken=forget-floor appended to the args) proves
+// the restart really happens: it must fail durability/floor-survives-restart.
+func TestCertifySinkOnCluster(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		extraArg string
+		wantFail []string
+	}{
+		{"reference", "", nil},
+		{"forget-floor", "--broken=forget-floor", []string{"durability/floor-survives-restart"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := deployAndCertify(t, c.extraArg)
+			if f := rep.Failed(); strings.Join(f, ",") != strings.Join(c.wantFail, ",") {
+				t.Fatalf("failed %v, want %v", f, c.wantFail)
+			}
+			if len(rep.Results) != 22 {
+				t.Fatalf("%d checks ran, want 22", len(rep.Results))
+			}
+		})
+	}
+}
+
+func deployAndCertify(t *testing.T, extraArg string) certify.Report {
+	t.Helper()
+	if os.Getenv("KUBECONFIG") == "" {
+		t.Fatal("KUBECONFIG is not set: run `make kind-up images` (the Makefile exports KUBECONFIG)")
+	}
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command("kubectl", args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := kubectl("get", "--raw", "/readyz"); err != nil {
+		t.Fatalf("the cluster is not reachable (run `make kind-up images`): %v %s", err, out)
+	}
+	ns := fmt.Sprintf("sink-certify-%d", time.Now().Unix())
+	if out, err := kubectl("create", "namespace", ns); err != nil {
+		t.Fatalf("create namespace: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := kubectl("-n", ns, "logs", "deploy/sink", "--tail=50")
+			t.Logf("sink logs:\n%s", out)
+		}
+		kubectl("delete", "namespace", ns, "--wait=false")
+	})
+	if out, err := kubectl("-n", ns, "apply", "-f", "../../manifests/sink/"); err != nil {
+		t.Fatalf("apply: %v %s", err, out)
+	}
+	if extraArg != "" {
+		patch := fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":%q}]`, extraArg)
+		if out, err := kubectl("-n", ns, "patch", "deploy/sink", "--type=json", "-p", patch); err != nil {
+			t.Fatalf("patch args: %v %s", err, out)
+		}
+	}
+	if out, err := kubectl("-n", ns, "rollout", "status", "deploy/sink", "--timeout=180s"); err != nil {
+		t.Fatalf("the sink did not become ready (image fencecheck/sink:dev loaded? run `make images`): %v %s", err, out)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxy := exec.CommandContext(ctx, "kubectl", "proxy", "--port=0")
+	stdout, _ := proxy.StdoutPipe()
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Wait()
+	line, err := bufio.NewReader(stdout).ReadString('\n') // "Starting to serve on 127.0.0.1:PORT"
+	if err != nil || !strings.Contains(line, "Starting to serve on ") {
+		t.Fatalf("kubectl proxy: %q %v", line, err)
+	}
+	addr := strings.TrimSpace(line[strings.Index(line, "on ")+3:])
+	sinkURL := fmt.Sprintf("http://%s/api/v1/namespaces/%s/services/sink:8080/proxy", addr, ns)
+
+	restart := func(ctx context.Context) error {
+		if out, err := kubectl("-n", ns, "rollout", "restart", "deploy/sink"); err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		if out, err := kubectl("-n", ns, "rollout", "status", "deploy/sink", "--timeout=180s"); err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		return nil
+	}
+	var progress strings.Builder
+	rep, err := certify.Run(ctx, certify.Config{SinkURL: sinkURL, Restart: restart, RestartTimeout: 4 * time.Minute,
+		Progress: &progress, HTTP: &http.Client{Timeout: 30 * time.Second}})
+	t.Logf("certify:\n%s", progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
