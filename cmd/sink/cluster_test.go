@@ -82,13 +82,12 @@ func deployAndCertify(t *testing.T, extraArg string) certify.Report {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	proxy := exec.CommandContext(ctx, "kubectl", "proxy", "--port=0")
 	stdout, _ := proxy.StdoutPipe()
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer proxy.Wait()
+	defer func() { cancel(); proxy.Wait() }()
 	line, err := bufio.NewReader(stdout).ReadString('\n') // "Starting to serve on 127.0.0.1:PORT"
 	if err != nil || !strings.Contains(line, "Starting to serve on ") {
 		t.Fatalf("kubectl proxy: %q %v", line, err)
