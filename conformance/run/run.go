@@ -153,12 +153,13 @@ func (s *Session) phase(name string, fn func() error) error {
 	return nil
 }
 
-// deploy creates every object of dir/*.yaml in the namespace, appending
-// args to the first container of the Deployment named deployment.
-func (s *Session) deploy(ctx context.Context, dir, deployment string, args []string) error {
-	fsys := os.DirFS(filepath.Join(s.env.Root, dir))
+// Manifests decodes dir/*.yaml (relative to root) for namespace ns,
+// appending args to the first container of the Deployment named
+// deployment. Namespace objects are dropped: each scenario brings its own.
+func Manifests(ctx context.Context, root, dir, ns, deployment string, args []string) ([]k8s.Object, error) {
+	fsys := os.DirFS(filepath.Join(root, dir))
 	if m, _ := fs.Glob(fsys, "*.yaml"); len(m) == 0 {
-		return fmt.Errorf("%s has no *.yaml manifests (they belong to the component's engineer; the suite cannot deploy without them)", dir)
+		return nil, fmt.Errorf("%s has no *.yaml manifests (they belong to the component's engineer; the suite cannot deploy without them)", dir)
 	}
 	found := false
 	mutate := decoder.MutateOption(func(obj k8s.Object) error {
@@ -172,28 +173,40 @@ func (s *Session) deploy(ctx context.Context, dir, deployment string, args []str
 		case *rbacv1.RoleBinding:
 			for i := range o.Subjects {
 				if o.Subjects[i].Kind == rbacv1.ServiceAccountKind {
-					o.Subjects[i].Namespace = s.NS
+					o.Subjects[i].Namespace = ns
 				}
 			}
 		}
 		return nil
 	})
-	create := func(ctx context.Context, obj k8s.Object) error {
-		if _, ok := obj.(*corev1.Namespace); ok {
-			return nil // each scenario brings its own namespace
-		}
-		if err := s.env.Res.Create(ctx, obj); err != nil {
-			return fmt.Errorf("%s: create %T %s: %w", dir, obj, obj.GetName(), err)
+	var objs []k8s.Object
+	collect := func(_ context.Context, obj k8s.Object) error {
+		if _, ok := obj.(*corev1.Namespace); !ok {
+			objs = append(objs, obj)
 		}
 		return nil
 	}
-	if err := decoder.DecodeEachFile(ctx, fsys, "*.yaml", create, decoder.MutateNamespace(s.NS), mutate); err != nil {
-		return err
+	if err := decoder.DecodeEachFile(ctx, fsys, "*.yaml", collect, decoder.MutateNamespace(ns), mutate); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	if !found {
-		return fmt.Errorf("%s has no Deployment %q to run", dir, deployment)
+		return nil, fmt.Errorf("%s has no Deployment %q to run", dir, deployment)
 	}
-	s.env.log("%s: deployed %s with %s", s.def.Name, dir, strings.Join(args, " "))
+	return objs, nil
+}
+
+// deploy creates the objects of dir in the scenario's namespace.
+func (s *Session) deploy(ctx context.Context, dir, deployment string, args []string) error {
+	objs, err := Manifests(ctx, s.env.Root, dir, s.NS, deployment, args)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := s.env.Res.Create(ctx, obj); err != nil {
+			return fmt.Errorf("%s: create %T %s: %w", dir, obj, obj.GetName(), err)
+		}
+	}
+	s.env.log("%s: deployed %s (%d objects) with %s", s.def.Name, dir, len(objs), strings.Join(args, " "))
 	return nil
 }
 
