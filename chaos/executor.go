@@ -168,7 +168,15 @@ func (o *objects) Inject(ctx context.Context, nc *v1alpha1.NetworkChaos) (Window
 	name := created.GetName()
 	o.log("created NetworkChaos %s/%s (%s, pods %s, targets %s)", nc.Namespace, name, dur, strings.Join(pods, ","), strings.Join(nc.Spec.ExternalTargets, ","))
 	// Injecting later than the partition's own deadline is pointless.
-	ctx, cancel := context.WithDeadline(ctx, created.GetCreationTimestamp().Add(dur))
+	typed, err := FromUnstructured(created)
+	if err != nil {
+		return Window{}, err
+	}
+	end, err := plan.Deadline(typed)
+	if err != nil {
+		return Window{}, fmt.Errorf("inject %s/%s: %w", nc.Namespace, name, err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	w, err := o.wait(ctx, nc.Namespace, name, pods, false)
 	if err != nil {
