@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -336,7 +338,7 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		end := nc.CreationTimestamp.Truncate(time.Second).Add(time.Second + dur)
+		end, _ := plan.Deadline(nc)
 		var gone time.Time
 		for time.Now().Before(end.Add(20 * time.Second)) {
 			if len(nodeRoutes(t, node)) == 0 {
@@ -364,3 +366,76 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 		t.Fatalf("%d/%d partitions left routes behind", runs-healed, runs)
 	}
 }
+
+// The agent itself is SIGKILLed mid-partition: its restarted container
+// finds the routes, keeps them while the object is active, and heals them
+// at the deadline computed from the object.
+func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var node, pod string
+	for n, p := range e.probers {
+		if node == "" || strings.HasSuffix(p, "worker") {
+			node, pod = n, p
+		}
+	}
+	const dur = 30 * time.Second
+	w, err := e.ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, Duration: dur}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.ex.Delete(context.Background(), testNS, w.Name)
+	agents, err := e.kube.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil || len(agents.Items) != 1 {
+		t.Fatalf("agent pod on %s: %v %d", node, err, len(agents.Items))
+	}
+	restarts := func() int32 {
+		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agents.Items[0].Name, metav1.GetOptions{})
+		if err != nil || len(a.Status.ContainerStatuses) == 0 {
+			return -1
+		}
+		return a.Status.ContainerStatuses[0].RestartCount
+	}
+	before := restarts()
+	pid, err := exec.Command("docker", "exec", node, "pgrep", "-x", "chaos-agent").Output()
+	if err != nil {
+		t.Fatalf("find the agent's pid on %s: %v", node, err)
+	}
+	if out, err := exec.Command("docker", "exec", node, "kill", "-9", strings.TrimSpace(string(pid))).CombinedOutput(); err != nil {
+		t.Fatalf("kill -9 agent pid %s: %v %s", pid, err, out)
+	}
+	t.Logf("agent on %s (pid %s) SIGKILLed", node, strings.TrimSpace(string(pid)))
+	waitFor(t, ctx, "the agent container restarted and Ready", func() (bool, string) {
+		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agents.Items[0].Name, metav1.GetOptions{})
+		if err != nil || len(a.Status.ContainerStatuses) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		cs := a.Status.ContainerStatuses[0]
+		return cs.RestartCount > before && cs.Ready, fmt.Sprintf("restarts %d ready %v", cs.RestartCount, cs.Ready)
+	})
+	nc, err := e.ex.get(ctx, testNS, w.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := deadlineOf(nc)
+	if time.Now().After(end) {
+		t.Fatalf("the agent took until after the deadline to restart; lengthen dur")
+	}
+	if r := nodeRoutes(t, node); len(r) != len(e.targets) {
+		t.Fatalf("after the agent restart, before the deadline: routes %v", r)
+	}
+	rw, err := e.ex.WaitRecovered(ctx, testNS, w.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := nodeRoutes(t, node); len(r) != 0 {
+		t.Fatalf("routes left after recovery: %v", r)
+	}
+	t.Logf("recovered %s after the deadline (window %s)", rw.Recovered.Sub(end).Round(time.Millisecond), rw.Recovered.Sub(rw.Injected).Round(time.Millisecond))
+	if rw.Recovered.Before(end) {
+		t.Fatalf("recovered %s before the deadline", end.Sub(rw.Recovered))
+	}
+}
+
+func deadlineOf(nc *v1alpha1.NetworkChaos) (time.Time, error) { return plan.Deadline(nc) }
