@@ -298,4 +298,3 @@ func (s *Server) Impersonate(user string, groups ...string) *rest.Config {
 func ServiceAccountUser(ns, name string) (user string, groups []string) {
 	return "system:serviceaccount:" + ns + ":" + name, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
 }
-
