@@ -210,6 +210,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "core,fast"}, 2, `unknown profile "fast"`},
 		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "durability"}, 2, "--restart-cmd"},
 		{[]string{"certify", "--sink-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "--profile", "core"}, 3, "sink unreachable"},
+		{[]string{"certify", "--sink-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}, 3, "durability profile NOT RUN"},
 	}
 	for _, c := range cases {
 		code, out := runCLI(t, c.args...)
