@@ -90,6 +90,15 @@ func Manifests() ([]*unstructured.Unstructured, error) {
 // waits until the CRD is established and an agent is Ready on every node.
 // It refuses to replace a NetworkChaos CRD that is not ours (Chaos Mesh's).
 func (b *BuiltIn) Install(ctx context.Context) error {
+	if err := b.Apply(ctx); err != nil {
+		return err
+	}
+	return b.waitAgents(ctx)
+}
+
+// Apply applies the manifests and waits for the CRD, without waiting for
+// the agents (tests that run the agent in-process use it).
+func (b *BuiltIn) Apply(ctx context.Context) error {
 	objs, err := Manifests()
 	if err != nil {
 		return err
@@ -119,7 +128,7 @@ func (b *BuiltIn) Install(ctx context.Context) error {
 			}
 		}
 	}
-	return b.waitAgents(ctx)
+	return nil
 }
 
 func (b *BuiltIn) waitCRD(ctx context.Context) error {

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos/plan"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -418,7 +417,7 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, _ := deadlineOf(nc)
+	end, _ := Deadline(nc)
 	if time.Now().After(end) {
 		t.Fatalf("the agent took until after the deadline to restart; lengthen dur")
 	}
@@ -437,5 +436,3 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 		t.Fatalf("recovered %s before the deadline", end.Sub(rw.Recovered))
 	}
 }
-
-func deadlineOf(nc *v1alpha1.NetworkChaos) (time.Time, error) { return plan.Deadline(nc) }
