@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos/plan"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 )
@@ -256,5 +258,25 @@ func TestInjectWithoutAgentTimesOut(t *testing.T) {
 	nc := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-0", Targets: []string{"10.96.0.1"}, Duration: 200 * time.Millisecond})
 	if w, err := o.Inject(context.Background(), nc); err == nil {
 		t.Fatalf("Inject succeeded with nobody applying it: %+v", w)
+	}
+}
+
+func TestHasChaosMesh(t *testing.T) {
+	other := kubefake.NewSimpleClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "sink"}})
+	if ok, err := HasChaosMesh(context.Background(), other); err != nil || ok {
+		t.Fatalf("no chaos mesh: %v %v", ok, err)
+	}
+	cm := kubefake.NewSimpleClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-mesh", Name: ChaosMeshController}})
+	if ok, err := HasChaosMesh(context.Background(), cm); err != nil || !ok {
+		t.Fatalf("chaos mesh not found: %v %v", ok, err)
+	}
+	if _, err := ByName(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, "litmus", Options{}); err == nil {
+		t.Fatal("unknown executor accepted")
+	}
+	for _, n := range []string{BuiltInName, ChaosMeshName} {
+		ex, err := ByName(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, n, Options{})
+		if err != nil || ex.Name() != n {
+			t.Fatalf("ByName(%s) = %v, %v", n, ex, err)
+		}
 	}
 }

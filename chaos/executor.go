@@ -344,7 +344,12 @@ func HasChaosMesh(ctx context.Context, kube kubernetes.Interface) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("detect chaos mesh: %w", err)
 	}
-	return len(l.Items) > 0, nil
+	for _, d := range l.Items { // the field selector is the filter; this guards fakes and proxies that ignore it
+		if d.Name == ChaosMeshController {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Detect returns Chaos Mesh's executor if the cluster runs its controller,
