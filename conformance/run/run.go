@@ -425,9 +425,11 @@ func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, h
 		}
 	}
 	if s.ignoresDemotion() {
-		// The stale producer keeps writing: wait until it wrote after the heal.
-		return s.waitEvent(ctx, oldPod, "writes after the heal", func(ev eventlog.Event) bool {
-			return ev.Kind == eventlog.KindWrite && ev.Time.After(healed.Add(s.env.Timing.RetryPeriod)) && ev.Status != 0
+		// The stale producer keeps writing: wait until it wrote one TTL
+		// after the heal, when its elector has surely read the Lease again
+		// (what a --live-epoch producer would stamp).
+		return s.waitEvent(ctx, oldPod, "writes a lease TTL after the heal", func(ev eventlog.Event) bool {
+			return ev.Kind == eventlog.KindWrite && ev.Time.After(healed.Add(s.env.Timing.LeaseDuration)) && ev.Status != 0
 		})
 	}
 	return s.waitEvent(ctx, oldPod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
