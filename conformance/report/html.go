@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
 )
+
+var droppedRE = regexp.MustCompile(`\bdropped=(\d+)`)
 
 // termPalette colours terms; red is kept for partitions and rejections.
 var termPalette = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"}
@@ -30,7 +33,7 @@ const (
 	svgRight  = 30.0
 	laneH     = 64.0
 	axisH     = 30.0
-	legendH   = 54.0
+	legendH   = 76.0
 	sinkLaneH = 70.0
 )
 
@@ -306,6 +309,13 @@ func Timeline(s *history.Scenario) string {
 			case eventlog.KindBridgeAborted:
 				x := g.x(ev.Time)
 				g.text(x, y+6+0, "middle", `fill="#6a1b9a" font-size="10"`, "abort")
+			case eventlog.KindBridgeDrained:
+				x := g.x(ev.Time)
+				if m := droppedRE.FindStringSubmatch(ev.Detail); m != nil && m[1] != "0" {
+					g.text(x, y+6, "middle", `fill="#d50000" font-size="10" font-weight="bold"`, "drain DROPPED "+m[1])
+				} else {
+					g.text(x, y+6, "middle", `fill="#555" font-size="10"`, "drained")
+				}
 			}
 		}
 		if !from.IsZero() {
@@ -315,11 +325,25 @@ func Timeline(s *history.Scenario) string {
 	// Sink attempts on their writer's lane; unattributed ones on the sink lane.
 	sinkY := top + float64(len(pods))*laneH
 	writer := check.WriterPods(s)
+	held := map[string]map[uint64]bool{} // pod -> terms the Lease shows it holding
+	for _, r := range s.Lease.Records {
+		if r.Holder != "" && r.TermOK {
+			p := check.PodOf(s, r.Holder)
+			if held[p] == nil {
+				held[p] = map[uint64]bool{}
+			}
+			held[p][r.Term] = true
+		}
+	}
 	var highest uint64 // highest epoch the sink saw so far: commits below it are stale
 	for _, a := range sortedAttempts(s) {
 		y := sinkY + 14
 		if lane, ok := laneOf[writer[a.Seq]]; ok {
 			y = top + float64(lane)*laneH + 48
+			if a.Committed() && a.Epoch > 0 && !held[writer[a.Seq]][a.Epoch] {
+				// committed with a term its writer never held
+				g.f(`<rect x="%.1f" y="%.1f" width="14" height="14" fill="none" stroke="#ff6f00" stroke-width="2"/>`+"\n", g.x(a.Arrived)-7, y-7)
+			}
 		}
 		g.mark(a, g.x(a.Arrived), y, a.Committed() && a.Epoch < highest)
 		if (a.Committed() || a.Op == contract.OpFence) && a.Epoch > highest {
@@ -422,9 +446,13 @@ func (g *svg) legend(terms []uint64) {
 	item(10, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#1f77b4" stroke-width="1.5"/>`, x+5, y)
 	}, "duplicate (OK_DUP)")
+	x, y = 10, 62
 	item(16, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d50000" stroke-width="2"/><circle cx="%.1f" cy="%.1f" r="4" fill="#1f77b4"/>`, x+8, y, x+8, y)
 	}, "STALE commit (below the sink's epoch)")
+	item(16, func(x, y float64) {
+		g.f(`<rect x="%.1f" y="%.1f" width="14" height="14" fill="none" stroke="#ff6f00" stroke-width="2"/><circle cx="%.1f" cy="%.1f" r="4" fill="#2ca02c"/>`, x+1, y-7, x+8, y)
+	}, "commit with a term its writer never held")
 }
 
 func termsUsed(s *history.Scenario) []uint64 {
