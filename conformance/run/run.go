@@ -502,6 +502,10 @@ func (s *Session) RollingRestart(ctx context.Context) error {
 func (s *Session) Repeated(ctx context.Context) error {
 	cfg := schedule.DefaultConfig(uint64(s.env.Seed), s.env.Timing.LeaseDuration)
 	cfg.Steps = max(s.env.Takeovers, 1)
+	// Every cut at least twice the TTL, so a takeover surely happens
+	// before the heal (the successor may wait up to TTL + 2.2x retry).
+	cfg.MinMultiple = max(cfg.MinMultiple, 2)
+	cfg.MaxMultiple = max(cfg.MaxMultiple, cfg.MinMultiple)
 	sch, err := schedule.Generate(cfg)
 	if err != nil {
 		return err
