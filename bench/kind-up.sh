@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/kind-up.sh: measure scripts/kind-up.sh against a bare `kind create
+# cluster` with the same node image and config, in the same run, on a
+# separate cluster (fencecheck-bench) so the project's cluster is untouched.
+#
+#   --cold     also time a cold node-image build: empty Go build cache and
+#              empty $FENCECHECK_CACHE (temporary), a salted image tag so
+#              nothing cached is reused (long: 15-25 min on 2 cores)
+#   --rounds N warm kind-up / bare create pairs (default 1)
+#
+# Prints one line per measurement and the ratio warm kind-up / bare create.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+
+COLD=0 ROUNDS=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--cold) COLD=1 ;;
+	--rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
+	-h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument: $1 (try --help)" ;;
+	esac
+	shift
+done
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+
+if [ "$COLD" = 1 ]; then
+	cold_cache=$(mktemp -d /tmp/fc-bench-cold.XXXX)
+	log "cold node-image build: FENCECHECK_CACHE=$cold_cache, empty GOCACHE, salted tag"
+	t=$(now)
+	img=$(FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" FENCECHECK_NODEIMAGE_SALT="bench-$(date +%s)" \
+		bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
+	echo "RESULT cold_node_image_build_s $(secs "$t" "$(now)") ($img)"
+	docker rmi "$img" >/dev/null 2>&1 || true
+	rm -rf "$cold_cache"
+fi
+
+export KIND_CLUSTER_NAME=fencecheck-bench
+export KUBECONFIG="$FENCECHECK_CACHE/kubeconfig-fencecheck-bench"
+ensure_kind_cli
+image=$(bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
+"$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || true
+
+for ((r = 1; r <= ROUNDS; r++)); do
+	t=$(now)
+	bash "$FENCECHECK_ROOT/scripts/kind-up.sh" 2>"$FENCECHECK_CACHE/logs/bench-kind-up.log" ||
+		die "kind-up.sh failed: see $FENCECHECK_CACHE/logs/bench-kind-up.log"
+	up=$(secs "$t" "$(now)")
+	docker stats --no-stream --format '{{.Name}} {{.MemUsage}}' $(docker ps -q --filter "label=io.x-k8s.kind.cluster=$KIND_CLUSTER_NAME") |
+		sed 's/^/MEM /'
+	t=$(now)
+	bash "$FENCECHECK_ROOT/scripts/kind-up.sh" 2>>"$FENCECHECK_CACHE/logs/bench-kind-up.log"
+	reuse=$(secs "$t" "$(now)")
+	"$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1
+
+	t=$(now)
+	"$KIND" create cluster --name "$KIND_CLUSTER_NAME" --image "$image" \
+		--config "$FENCECHECK_CACHE/kind-config-$KIND_CLUSTER_NAME.yaml" --kubeconfig "$KUBECONFIG" --wait 300s >/dev/null 2>&1 ||
+		die "bare kind create cluster failed"
+	bare=$(secs "$t" "$(now)")
+	"$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1
+	echo "RESULT round $r: warm_kind_up_s $up  reuse_healthy_s $reuse  bare_kind_create_s $bare  ratio $(awk -v a="$up" -v b="$bare" 'BEGIN{printf "%.2f", a/b}') (goal <= 1.3)"
+done
+rm -f "$KUBECONFIG"

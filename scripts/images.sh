@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# images.sh NAME...: for each NAME build image fencecheck/NAME:dev from the
+# static binary ./cmd/NAME (CGO_ENABLED=0, -trimpath; ENTRYPOINT /NAME,
+# scratch-based: just the binary), write the archive to
+# $FENCECHECK_CACHE/images/NAME.tar and load it into the kind cluster
+# ($KIND_CLUSTER_NAME) with `kind load image-archive`.
+#   --no-load   only build the archives (no cluster needed)
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+
+LOAD=1
+NAMES=()
+for a in "$@"; do
+	case "$a" in
+	-h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--no-load) LOAD=0 ;;
+	-*) die "unknown flag: $a (try --help)" ;;
+	*) NAMES+=("$a") ;;
+	esac
+done
+[ ${#NAMES[@]} -gt 0 ] || die "usage: images.sh [--no-load] NAME... (try --help)"
+
+OUT="$FENCECHECK_CACHE/images"
+for n in "${NAMES[@]}"; do
+	[[ "$n" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "bad image name '$n' (lowercase letters, digits, dashes)"
+	compgen -G "$FENCECHECK_ROOT/cmd/$n/*.go" >/dev/null ||
+		die "cmd/$n does not exist (no Go files in $FENCECHECK_ROOT/cmd/$n): cannot build fencecheck/$n:dev"
+done
+
+build_one() {
+	local n=$1
+	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/$n" "./cmd/$n") ||
+		die "go build ./cmd/$n failed"
+	"$OUT/bin/imgbuild" image --tag "docker.io/fencecheck/$n:dev" --out "$OUT/$n.tar" \
+		--add "$OUT/bin/$n:/$n" --entrypoint "/$n"
+}
+
+load_one() {
+	"$KIND" load image-archive "$OUT/$1.tar" --name "$KIND_CLUSTER_NAME" >&2
+}
+
+main() {
+	mkdir -p "$OUT/bin"
+	step "build imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$OUT/bin/imgbuild' ./cmd/imgbuild"
+	local n
+	for n in "${NAMES[@]}"; do step "image fencecheck/$n:dev from ./cmd/$n" build_one "$n"; done
+	[ "$LOAD" = 1 ] || { log "archives in $OUT (not loaded: --no-load)"; return 0; }
+	docker info >/dev/null 2>&1 || die "docker is not running: run 'make kind-up' first"
+	ensure_kind_cli
+	[ -n "$(node_containers)" ] || die "kind cluster '$KIND_CLUSTER_NAME' does not exist: run 'make kind-up' first"
+	for n in "${NAMES[@]}"; do step "kind load fencecheck/$n:dev" load_one "$n"; done
+}
+
+# Loading touches the cluster: serialize with kind-up/kind-down.
+if [ "$LOAD" = 1 ]; then with_lock "$FENCECHECK_CACHE/kind.lock" main; else main; fi
+exit

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# kind-up.sh: bring up the project's kind cluster ($KIND_CLUSTER_NAME, default
+# fencecheck) offline and write its kubeconfig to $KUBECONFIG.
+#
+#   KIND_NODE_IMAGE  node image to use (default: our offline-built image,
+#                    see scripts/nodeimage/build.sh, cached by input hash)
+#   KIND_WORKERS     worker nodes (default 2; one control-plane node always)
+#
+# Reuses a healthy cluster (without touching the node image); restarts
+# stopped node containers (after a machine restart) and recreates the cluster
+# when that does not bring it back or its node count differs. On
+# failure it exports kind logs into reports/. Serialized with
+# flock $FENCECHECK_CACHE/kind.lock.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
+source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+
+case "${1:-}" in
+-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+"") ;;
+*) die "unknown argument: $1 (try --help)" ;;
+esac
+
+WORKERS=${KIND_WORKERS:-2}
+[[ "$WORKERS" =~ ^[0-9]+$ ]] || die "KIND_WORKERS must be a number, got '$WORKERS'"
+READY_TIMEOUT=${KIND_READY_TIMEOUT:-300}
+
+kind_config() {
+	cat <<YAML
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+# Needed where the nested runc cannot lower oom_score_adj (no CAP_SYS_RESOURCE);
+# our node image already has it, this keeps KIND_NODE_IMAGE images working too.
+containerdConfigPatches:
+- |-
+  [plugins."io.containerd.grpc.v1.cri"]
+    restrict_oom_score_adj = true
+nodes:
+- role: control-plane
+YAML
+	local i
+	for ((i = 0; i < WORKERS; i++)); do echo "- role: worker"; done
+}
+
+# wait_ready SECONDS: every node Ready, CoreDNS available.
+wait_ready() {
+	local deadline=$(( $(date +%s) + $1 )) want=$((WORKERS + 1))
+	until [ "$(node_kubectl get nodes --no-headers 2>/dev/null | awk '$2=="Ready"' | wc -l)" = "$want" ]; do
+		[ "$(date +%s)" -lt "$deadline" ] || { log "nodes not Ready in time:"; node_kubectl get nodes >&2 || true; return 1; }
+		sleep 2
+	done
+	local left=$(( deadline - $(date +%s) )); [ "$left" -gt 5 ] || left=5
+	node_kubectl -n kube-system rollout status deployment/coredns --timeout="${left}s" >/dev/null 2>&1 ||
+		{ log "CoreDNS not available in time"; node_kubectl -n kube-system get pods -o wide >&2 || true; return 1; }
+}
+
+write_kubeconfig() {
+	mkdir -p "$(dirname "$KUBECONFIG")"
+	"$KIND" get kubeconfig --name "$KIND_CLUSTER_NAME" >"$KUBECONFIG.tmp" && mv "$KUBECONFIG.tmp" "$KUBECONFIG"
+	log "kubeconfig written to $KUBECONFIG"
+}
+
+create_cluster() {
+	local image=$1 cfg="$FENCECHECK_CACHE/kind-config-$KIND_CLUSTER_NAME.yaml"
+	kind_config >"$cfg"
+	if ! step "kind create cluster $KIND_CLUSTER_NAME (1 control-plane + $WORKERS workers, $image)" \
+		run_logged "$FENCECHECK_CACHE/logs/kind-create.log" \
+		"$KIND" create cluster --name "$KIND_CLUSTER_NAME" --image "$image" --config "$cfg" \
+		--kubeconfig "$KUBECONFIG" --wait "${READY_TIMEOUT}s" --retain; then
+		export_kind_logs "kind create cluster failed"
+		"$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || true
+		die "kind create cluster failed; logs in reports/kind-logs-* and $FENCECHECK_CACHE/logs/kind-create.log"
+	fi
+	step "wait for nodes Ready and CoreDNS" wait_ready "$READY_TIMEOUT" || {
+		export_kind_logs "cluster not Ready after create"
+		die "cluster created but not Ready; logs in reports/"
+	}
+}
+
+# reuse_existing: 0 when an existing cluster is (made) healthy; otherwise
+# the cluster is deleted and 1 returned so that a new one gets created.
+reuse_existing() {
+	local nodes=$1 count stopped
+	count=$(wc -l <<<"$nodes")
+	stopped=$(awk '$2!="running"' <<<"$nodes" | wc -l)
+	if [ "$count" != $((WORKERS + 1)) ]; then
+		log "existing cluster has $count nodes, want $((WORKERS + 1)) (KIND_WORKERS=$WORKERS): recreating it"
+	else
+		if [ "$stopped" != 0 ]; then
+			log "$stopped of $count node containers are stopped (machine restart?): starting them"
+			# control plane first so the kubelets find the apiserver
+			step "docker start control plane" docker start "$(control_plane_container)" >/dev/null
+			local others; others=$(awk '{print $1}' <<<"$nodes" | grep -v -- '-control-plane$' || true)
+			[ -z "$others" ] || step "docker start workers" docker start $others >/dev/null
+		fi
+		local timeout=60; [ "$stopped" = 0 ] || timeout=$READY_TIMEOUT
+		if step "health check: $count nodes Ready, CoreDNS available" wait_ready "$timeout"; then
+			if [ -n "${KIND_NODE_IMAGE:-}" ] && awk -v img="$KIND_NODE_IMAGE" '$3!=img {bad=1} END {exit !bad}' <<<"$nodes"; then
+				log "WARNING: the healthy cluster runs another node image than KIND_NODE_IMAGE=$KIND_NODE_IMAGE; 'make kind-down kind-up' to switch"
+			fi
+			log "cluster $KIND_CLUSTER_NAME is healthy: reusing it"
+			return 0
+		fi
+		export_kind_logs "existing cluster unhealthy"
+		log "existing cluster did not become healthy: recreating it"
+	fi
+	step "kind delete cluster $KIND_CLUSTER_NAME" "$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >&2
+	return 1
+}
+
+main() {
+	step "docker" ensure_docker
+	mkdir -p /lib/modules
+	ensure_kind_cli
+	local nodes; nodes=$(node_containers)
+	if [ -z "$nodes" ] || ! reuse_existing "$nodes"; then
+		local image=${KIND_NODE_IMAGE:-}
+		if [ -n "$image" ]; then
+			log "using KIND_NODE_IMAGE=$image"
+		else
+			image=$(step "node image" bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
+		fi
+		create_cluster "$image"
+	fi
+	write_kubeconfig
+	node_kubectl get nodes -o wide >&2
+	log "cluster $KIND_CLUSTER_NAME is up"
+}
+
+with_lock "$FENCECHECK_CACHE/kind.lock" main
+exit

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# build.sh: build the kind node image offline (Kubernetes v1.34.4) and print
+# its tag on stdout. Every input (this directory, the module files, kind's
+# version, the Go version) goes into the tag's hash: a warm run with an
+# existing image rebuilds nothing. Progress on stderr, one line per step with
+# its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
+#
+# Steps: kind CLI, k8s-bins.sh (kube binaries + etcd), components from the Go
+# module proxy (containerd v2.3.4, crictl v1.34.0, CoreDNS v1.12.1,
+# local-path-provisioner v0.0.30) and ours (pause, kindnetd stand-in,
+# imgbuild), two debootstrap root filesystems (node base, tools for
+# kube-proxy/kindnetd/helper), component images, a server tarball, then
+# `kind build node-image --type file`.
+# FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
+set -euo pipefail
+source "$(dirname "$0")/../lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
+
+case "${1:-}" in
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+"") ;;
+*) die "unknown argument: $1 (try --help)" ;;
+esac
+
+K8S_VERSION=v1.34.4
+KIND_VERSION=v0.33.0
+CONTAINERD_VERSION=v2.3.4
+CRICTL_VERSION=v1.34.0
+COREDNS_VERSION=v1.12.1
+LPP_VERSION=v0.0.30
+ETCD_TAG=3.6.5-0
+PAUSE_TAG=3.10.1
+DEBIAN_SUITE=bookworm
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+NODE_PKGS=systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,runc,containernetworking-plugins,socat,ebtables,e2fsprogs
+TOOLS_PKGS=iptables,nftables,conntrack,ipset,iproute2,kmod,ebtables
+
+NI="$FENCECHECK_ROOT/scripts/nodeimage"
+WORK="$FENCECHECK_CACHE/nodeimage"
+KIND_MOD="$(go env GOMODCACHE)/sigs.k8s.io/kind@$KIND_VERSION"
+mkdir -p "$WORK" "$FENCECHECK_CACHE/bin" "$FENCECHECK_CACHE/logs"
+
+# Images kind's node image expects (from kind's own manifests).
+kind_const() { sed -n "s/^const $1 = \"\(.*\)\"$/\1/p" "$KIND_MOD/pkg/build/nodeimage/$2"; }
+
+ensure_kind() {
+	if [ -x "$FENCECHECK_CACHE/bin/kind" ] && "$FENCECHECK_CACHE/bin/kind" version 2>/dev/null | grep -q "$KIND_VERSION"; then return 0; fi
+	step "go install sigs.k8s.io/kind@$KIND_VERSION" run_logged "$FENCECHECK_CACHE/logs/kind-install.log" \
+		env GOBIN="$FENCECHECK_CACHE/bin" CGO_ENABLED=0 go install "sigs.k8s.io/kind@$KIND_VERSION"
+}
+
+ensure_kind_module() {
+	[ -d "$KIND_MOD" ] || (cd "$FENCECHECK_ROOT" && go mod download "sigs.k8s.io/kind@$KIND_VERSION") || die "cannot download sigs.k8s.io/kind@$KIND_VERSION"
+}
+
+# components DIR: Go-built binaries the node and its images need.
+build_components() {
+	local dir=$1 tmp="$1.tmp"
+	rm -rf "$tmp"; mkdir -p "$tmp"
+	local gi=(env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath)
+	step "containerd $CONTAINERD_VERSION (containerd, ctr, shim)" run_logged "$FENCECHECK_CACHE/logs/build-containerd.log" \
+		"${gi[@]}" -tags "no_aufs no_zfs no_btrfs no_devmapper" \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
+	step "crictl $CRICTL_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-crictl.log" \
+		"${gi[@]}" -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+	step "CoreDNS $COREDNS_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-coredns.log" \
+		"${gi[@]}" -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+	step "local-path-provisioner $LPP_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-lpp.log" \
+		"${gi[@]}" -ldflags "-s -w" "github.com/rancher/local-path-provisioner@$LPP_VERSION"
+	step "pause, kindnetd stand-in" bash -c "cd '$NI' && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$tmp/' ./cmd/pause ./cmd/kindnetd"
+	step "imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$tmp/imgbuild' ./cmd/imgbuild"
+	local b
+	for b in containerd ctr containerd-shim-runc-v2 crictl coredns local-path-provisioner pause kindnetd imgbuild; do
+		[ -x "$tmp/$b" ] || die "component $b missing after build"
+	done
+	rm -rf "$dir"; mv "$tmp" "$dir"
+}
+
+# debootstrap_tar NAME PKGS OUT.tar CUSTOMIZE_FN
+debootstrap_tar() {
+	local name=$1 pkgs=$2 out=$3 fn=$4 dir="$WORK/rootfs-$1.tmp"
+	rm -rf "$dir"
+	run_logged "$FENCECHECK_CACHE/logs/debootstrap-$name.log" \
+		debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" ||
+		die "debootstrap $name failed: see $FENCECHECK_CACHE/logs/debootstrap-$name.log (needs the Debian mirror $DEBIAN_MIRROR)"
+	"$fn" "$dir"
+	rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb "$dir"/var/log/*.log
+	tar --numeric-owner -C "$dir" -cf "$out.tmp" . && mv "$out.tmp" "$out"
+	rm -rf "$dir"
+}
+
+# customize_node: the steps of kind's images/base/Dockerfile, from kind's
+# own files in the module cache.
+customize_node() {
+	local d=$1 f="$KIND_MOD/images/base/files"
+	install -m 0755 "$f"/usr/local/bin/* "$d/usr/local/bin/"
+	mkdir -p "$d/kind"; cp -r "$f/kind/." "$d/kind/"; chmod -R a+rX "$d/kind"
+	[ -d "$d/kind/bin" ] && chmod 0755 "$d"/kind/bin/*
+	cp "$f"/etc/crictl.yaml "$d/etc/"
+	mkdir -p "$d/etc/containerd" "$d/etc/default" "$d/etc/sysctl.d" "$d/etc/systemd/system/kubelet.service.d"
+	cp "$f"/etc/containerd/* "$d/etc/containerd/"
+	cp "$f"/etc/default/* "$d/etc/default/"
+	cp "$f"/etc/sysctl.d/* "$d/etc/sysctl.d/"
+	find "$f/etc/systemd/system" -maxdepth 1 -type f -exec cp {} "$d/etc/systemd/system/" \;
+	cp "$f"/etc/systemd/system/kubelet.service.d/* "$d/etc/systemd/system/kubelet.service.d/"
+	find "$d/lib/systemd/system/sysinit.target.wants/" -name systemd-tmpfiles-setup.service -delete
+	rm -f "$d"/lib/systemd/system/multi-user.target.wants/* "$d"/etc/systemd/system/*.wants/* \
+		"$d"/lib/systemd/system/local-fs.target.wants/* "$d"/lib/systemd/system/sockets.target.wants/*udev* \
+		"$d"/lib/systemd/system/sockets.target.wants/*initctl* "$d"/lib/systemd/system/basic.target.wants/*
+	echo "ReadKMsg=no" >>"$d/etc/systemd/journald.conf"
+	ln -sf /usr/lib/systemd/systemd "$d/sbin/init"
+	chroot "$d" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
+	chroot "$d" systemctl mask systemd-binfmt.service >/dev/null 2>&1
+	mkdir -p "$d/etc/kubernetes/manifests" "$d/opt/cni/bin"
+	local p
+	for p in host-local loopback ptp portmap; do cp "$d/usr/lib/cni/$p" "$d/opt/cni/bin/"; done
+}
+customize_tools() { :; }
+
+# node_layer DIR: containerd, crictl and the containerd config on top of the
+# base root filesystem. restrict_oom_score_adj: the nested runc cannot lower
+# oom_score_adj on hosts without CAP_SYS_RESOURCE (harmless elsewhere).
+node_layer_tar() {
+	local comp=$1 out=$2 s="$WORK/node-layer.tmp"
+	rm -rf "$s"; mkdir -p "$s/usr/local/bin" "$s/etc/containerd"
+	cp "$comp"/{containerd,ctr,containerd-shim-runc-v2,crictl} "$s/usr/local/bin/"
+	"$comp/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
+		jq 'del(.process.rlimits)' >"$s/etc/containerd/cri-base.json"
+	sed -e 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' \
+		-e "s#sandbox_image = \"registry.k8s.io/pause:[^\"]*\"#sandbox_image = \"registry.k8s.io/pause:$PAUSE_TAG\"#" \
+		"$KIND_MOD/images/base/files/etc/containerd/config.toml" >"$s/etc/containerd/config.toml"
+	grep -q 'restrict_oom_score_adj = true' "$s/etc/containerd/config.toml" || die "could not set restrict_oom_score_adj in kind's containerd config"
+	tar --numeric-owner --owner=0 --group=0 -C "$s" -cf "$out" . && rm -rf "$s"
+}
+
+# component_images COMP TOOLS.tar OUTDIR BINDIR: image archives kind's
+# tarball builder reads. kube-proxy.tar also carries every other image the
+# node needs (kind reads tags from `repositories`, written first).
+component_images() {
+	local comp=$1 tools=$2 out=$3 bins=$4 ib="$1/imgbuild" t="$3/single"
+	mkdir -p "$t"
+	local c
+	for c in kube-apiserver kube-controller-manager kube-scheduler; do
+		"$ib" image --tag "registry.k8s.io/$c:$K8S_VERSION" --out "$t/$c.tar" --add "$bins/$c:/usr/local/bin/$c" --entrypoint "/usr/local/bin/$c"
+		"$ib" archive --out "$out/$c.tar" "$t/$c.tar"
+	done
+	"$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --rootfs-tar "$tools" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
+	"$ib" image --tag "registry.k8s.io/etcd:$ETCD_TAG" --out "$t/etcd.tar" --add "$bins/etcd:/usr/local/bin/etcd" --add "$bins/etcdctl:/usr/local/bin/etcdctl" --entrypoint /usr/local/bin/etcd
+	"$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$comp/coredns:/coredns" --entrypoint /coredns
+	"$ib" image --tag "registry.k8s.io/pause:$PAUSE_TAG" --out "$t/pause.tar" --add "$comp/pause:/pause" --entrypoint /pause
+	"$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --rootfs-tar "$tools" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
+	"$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$comp/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
+	"$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --rootfs-tar "$tools" --cmd /bin/sh
+	"$ib" archive --out "$out/kube-proxy.tar" "$t"/{kube-proxy,etcd,coredns,pause,kindnetd,lpp,helper}.tar
+	rm -rf "$t"
+}
+
+server_tarball() {
+	local bins=$1 imgs=$2 out=$3 s="$WORK/server.tmp"
+	rm -rf "$s"; mkdir -p "$s/kubernetes/server/bin"
+	echo "$K8S_VERSION" >"$s/kubernetes/version"
+	ln "$bins"/{kubeadm,kubelet,kubectl} "$s/kubernetes/server/bin/" 2>/dev/null || cp "$bins"/{kubeadm,kubelet,kubectl} "$s/kubernetes/server/bin/"
+	ln "$imgs"/*.tar "$s/kubernetes/server/bin/" 2>/dev/null || cp "$imgs"/*.tar "$s/kubernetes/server/bin/"
+	tar -C "$s" -cf - kubernetes | gzip -1 >"$out.tmp" && mv "$out.tmp" "$out"
+	rm -rf "$s"
+}
+
+build_base() {
+	local comp=$1 nodefs=$2 base=$3 layer="$WORK/node-layer.tar"
+	step "node layer (containerd, crictl, config)" node_layer_tar "$comp" "$layer"
+	step "base image $base" "$comp/imgbuild" image --tag "$base" --out "$WORK/base.tar" \
+		--rootfs-tar "$nodefs" --rootfs-tar "$layer" \
+		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3'
+	step "docker load base image" bash -c "docker load -q -i '$WORK/base.tar' >&2"
+	rm -f "$WORK/base.tar" "$layer"
+}
+
+main() {
+	ensure_kind_module
+	local cnames; cnames="$(kind_const kindnetdImage const_cni.go) $(kind_const storageProvisionerImage const_storage.go) $(kind_const storageHelperImage const_storage.go)"
+	[ "$(wc -w <<<"$cnames")" = 3 ] || die "could not read image names from kind's module at $KIND_MOD"
+	# One hash per artifact, from exactly what goes into it (file contents,
+	# versions, and the text of the shell functions that build it), so a change
+	# rebuilds only what it affects.
+	local bins_hash comp_hash nodefs_hash tools_hash base_hash hash
+	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules")
+	comp_hash=$(hash_str "$CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION $LPP_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
+	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
+	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
+	base_hash=$(hash_str "$comp_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
+	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball main)")
+	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash"
+	ensure_docker
+	if docker image inspect "$image" >/dev/null 2>&1; then
+		log "node image $image is cached (input hash $hash): nothing to build"
+		echo "$image"; return 0
+	fi
+	log "building node image $image (cached steps are skipped; a fully cold build takes 15-25 min on 2 cores; logs in $FENCECHECK_CACHE/logs/)"
+	apt_install debootstrap jq
+	local t0; t0=$(date +%s)
+	local comp="$WORK/components-$comp_hash" tools="$WORK/rootfs-tools-$tools_hash.tar" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
+
+	# Lane 1 (network + dpkg): the two root filesystems. Lane 2 (CPU): Go builds.
+	local rootfs_pid=""
+	if [ ! -f "$nodefs" ] || [ ! -f "$tools" ]; then
+		(
+			[ -f "$nodefs" ] || step "debootstrap node base ($DEBIAN_SUITE)" debootstrap_tar node "$NODE_PKGS" "$nodefs" customize_node
+			[ -f "$tools" ] || step "debootstrap tools rootfs ($DEBIAN_SUITE)" debootstrap_tar tools "$TOOLS_PKGS" "$tools" customize_tools
+		) &
+		rootfs_pid=$!
+	fi
+	ensure_kind
+	local bins; bins=$(step "Kubernetes binaries + etcd (scripts/k8s-bins.sh)" bash "$FENCECHECK_ROOT/scripts/k8s-bins.sh")
+	[ -d "$comp" ] || step "components from the Go module proxy" build_components "$comp"
+	if [ -n "$rootfs_pid" ]; then
+		log "waiting for the root filesystems"
+		wait "$rootfs_pid" || die "building a root filesystem failed (see above)"
+	fi
+
+	docker image inspect "$base" >/dev/null 2>&1 || build_base "$comp" "$nodefs" "$base"
+	local imgs="$WORK/images-$hash"
+	rm -rf "$imgs"; mkdir -p "$imgs"
+	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
+		component_images "$comp" "$tools" "$imgs" "$bins"
+	step "server tarball" server_tarball "$bins" "$imgs" "$WORK/kubernetes-server-linux-amd64.tar.gz"
+	rm -rf "$imgs"
+	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
+		"$FENCECHECK_CACHE/bin/kind" build node-image --type file "$WORK/kubernetes-server-linux-amd64.tar.gz" \
+		--base-image "$base" --image "$image"
+	rm -f "$WORK/kubernetes-server-linux-amd64.tar.gz"
+	log "node image $image built in $(( $(date +%s) - t0 ))s"
+	echo "$image"
+}
+
+main "$@"
+exit
