@@ -178,6 +178,21 @@ build_base() {
 	rm -f "$WORK/base.tar" "$layer"
 }
 
+# build_node_image: component images, the server tarball, then kind's own
+# node-image build on top of our base image (no pulls: every image it needs
+# is in the tarball's archives).
+build_node_image() {
+	local comp=$1 tools=$2 bins=$3 base=$4 image=$5 imgs="$WORK/images.tmp" tarball="$WORK/kubernetes-server-linux-amd64.tar.gz"
+	rm -rf "$imgs"; mkdir -p "$imgs"
+	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
+		component_images "$comp" "$tools" "$imgs" "$bins"
+	step "server tarball" server_tarball "$bins" "$imgs" "$tarball"
+	rm -rf "$imgs"
+	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
+		"$FENCECHECK_CACHE/bin/kind" build node-image --type file "$tarball" --base-image "$base" --image "$image"
+	rm -f "$tarball"
+}
+
 main() {
 	ensure_kind_module
 	local cnames; cnames="$(kind_const kindnetdImage const_cni.go) $(kind_const storageProvisionerImage const_storage.go) $(kind_const storageHelperImage const_storage.go)"
@@ -191,7 +206,7 @@ main() {
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
-	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball main)")
+	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball build_node_image)")
 	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash"
 	ensure_docker
 	if docker image inspect "$image" >/dev/null 2>&1; then
@@ -221,16 +236,7 @@ main() {
 	fi
 
 	docker image inspect "$base" >/dev/null 2>&1 || build_base "$comp" "$nodefs" "$base"
-	local imgs="$WORK/images-$hash"
-	rm -rf "$imgs"; mkdir -p "$imgs"
-	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
-		component_images "$comp" "$tools" "$imgs" "$bins"
-	step "server tarball" server_tarball "$bins" "$imgs" "$WORK/kubernetes-server-linux-amd64.tar.gz"
-	rm -rf "$imgs"
-	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
-		"$FENCECHECK_CACHE/bin/kind" build node-image --type file "$WORK/kubernetes-server-linux-amd64.tar.gz" \
-		--base-image "$base" --image "$image"
-	rm -f "$WORK/kubernetes-server-linux-amd64.tar.gz"
+	step "node image from server tarball" build_node_image "$comp" "$tools" "$bins" "$base" "$image"
 	log "node image $image built in $(( $(date +%s) - t0 ))s"
 	echo "$image"
 }
