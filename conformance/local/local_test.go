@@ -366,8 +366,22 @@ func (h *harness) scenario(t *testing.T, d scenario.Def) *history.Scenario {
 			return false
 		})
 	})
-	// Collect.
+	// Collect: stop every writer first, so the sink's history and final
+	// state are read at rest and agree.
 	start := time.Now()
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	hist.Events = map[string][]eventlog.Event{}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			hist.Errors = append(hist.Errors, p.pod+" did not exit within 20s of SIGTERM")
+		}
+		hist.Events[p.pod] = p.events()
+		hist.Errors = append(hist.Errors, p.p.Errors...)
+	}
 	as, err := sc.History(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -388,19 +402,6 @@ func (h *harness) scenario(t *testing.T, d scenario.Def) *history.Scenario {
 	sort.Slice(hist.FinalRecords, func(i, j int) bool { return hist.FinalRecords[i].Key < hist.FinalRecords[j].Key })
 	hist.Phases = append(hist.Phases, history.Phase{Name: "collect", Start: start, End: time.Now()})
 	hist.Lease = lw.Stop()
-	for _, p := range procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	hist.Events = map[string][]eventlog.Event{}
-	for _, p := range procs {
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			hist.Errors = append(hist.Errors, p.pod+" did not exit within 20s of SIGTERM")
-		}
-		hist.Events[p.pod] = p.events()
-		hist.Errors = append(hist.Errors, p.p.Errors...)
-	}
 	return hist
 }
 

@@ -552,6 +552,21 @@ func (s *Session) Chaos(ctx context.Context) error {
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }
 
+// stopReconcilers scales the reconciler to zero and waits for its pods to go.
+func (s *Session) stopReconcilers(ctx context.Context) error {
+	patch := []byte(`{"spec":{"replicas":0}}`)
+	if _, err := s.env.Kube.AppsV1().Deployments(s.NS).Patch(ctx, ReconcilerDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("scale the reconciler to 0: %w", err)
+	}
+	return s.poll(ctx, "reconciler pods gone", func(ctx context.Context) (bool, error) {
+		pods, err := s.env.Kube.CoreV1().Pods(s.NS).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
+		return err == nil && len(pods.Items) == 0, err
+	})
+}
+
 func (s *Session) runningPods(ctx context.Context) ([]string, error) {
 	pods, err := s.env.Kube.CoreV1().Pods(s.NS).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
 	if err != nil {
@@ -586,7 +601,27 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		}
 	}
 	start := time.Now()
+	if pods, err := s.runningPods(ctx); err == nil {
+		for _, p := range pods {
+			if st, err := collect.PodJSON(ctx, s.env.Kube, s.NS, p, StatusPort, "/status"); err == nil {
+				if s.Hist.Status == nil {
+					s.Hist.Status = map[string]json.RawMessage{}
+				}
+				s.Hist.Status[p] = st
+			} else {
+				s.Hist.Errors = append(s.Hist.Errors, err.Error())
+			}
+		}
+	}
+	// Stop every writer first, so the sink's history and final state are
+	// read at rest and agree (the pods log their shutdown before exiting).
+	note(s.stopReconcilers(ctx))
 	if s.logs != nil {
+		idle, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if !s.logs.WaitIdle(idle) {
+			s.Hist.Errors = append(s.Hist.Errors, "some pod log streams had not ended 15s after the pods were gone")
+		}
+		cancel()
 		events, problems := s.logs.Stop(ctx)
 		s.Hist.Events = events
 		s.Hist.Errors = append(s.Hist.Errors, problems...)
@@ -599,18 +634,6 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		note(err)
 		if err == nil {
 			s.Hist.FinalRecords = recs
-		}
-	}
-	if pods, err := s.runningPods(ctx); err == nil {
-		for _, p := range pods {
-			if st, err := collect.PodJSON(ctx, s.env.Kube, s.NS, p, StatusPort, "/status"); err == nil {
-				if s.Hist.Status == nil {
-					s.Hist.Status = map[string]json.RawMessage{}
-				}
-				s.Hist.Status[p] = st
-			} else {
-				s.Hist.Errors = append(s.Hist.Errors, err.Error())
-			}
 		}
 	}
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: "collect", Start: start, End: time.Now()})
