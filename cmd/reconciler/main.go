@@ -44,7 +44,7 @@ func run(args []string) int {
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", cfg.RetryPeriod, "interval between acquire/renew attempts")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long the stop path awaits the bridge's join")
 	fs.IntVar(&cfg.BridgeCapacity, "bridge-capacity", cfg.BridgeCapacity, "epoch bridge channel depth")
-	fs.DurationVar(&cfg.WriteInterval, "write-interval", cfg.WriteInterval, "interval between planned writes")
+	fs.DurationVar(&cfg.WriteInterval, "write-interval", cfg.WriteInterval, "interval between writes while leading (the producer runs ahead up to --bridge-capacity; the drain is not paced)")
 	fs.IntVar(&cfg.Rows, "rows", cfg.Rows, "number of inventory rows in the plan (row-000...)")
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address for health, metrics and status")
 	fencing := fs.String("fencing", "on", "on, or off (broken: no epoch header, no fence call)")
