@@ -375,6 +375,13 @@ func (s *Session) Partition(ctx context.Context, length time.Duration, role sche
 	if err != nil {
 		return err
 	}
+	if s.def.CutSinkToo && role == schedule.Leader {
+		sinkIPs, err := s.sinkAddresses(ctx)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, sinkIPs...)
+	}
 	node := s.nodeOf(ctx, target)
 	nc := chaos.NewPartition(chaos.PartitionSpec{Namespace: s.NS, PodNamespace: s.NS, PodName: target, Targets: targets, Duration: length})
 	s.env.log("%s: partitioning %s (%s) from %s for %v", s.def.Name, target, role, strings.Join(targets, ","), length)
@@ -550,6 +557,25 @@ func (s *Session) Chaos(ctx context.Context) error {
 		return s.Repeated(ctx)
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
+}
+
+// sinkAddresses are the sink Service's ClusterIP and its pods' IPs.
+func (s *Session) sinkAddresses(ctx context.Context) ([]string, error) {
+	svc, err := s.env.Kube.CoreV1().Services(s.NS).Get(ctx, SinkService, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("sink addresses: %w", err)
+	}
+	out := []string{svc.Spec.ClusterIP}
+	pods, err := s.env.Kube.CoreV1().Pods(s.NS).List(ctx, metav1.ListOptions{LabelSelector: "app=fencecheck-sink"})
+	if err != nil {
+		return nil, fmt.Errorf("sink addresses: %w", err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.PodIP != "" {
+			out = append(out, p.Status.PodIP)
+		}
+	}
+	return out, nil
 }
 
 // stopReconcilers scales the reconciler to zero and waits for its pods to go.

@@ -37,7 +37,11 @@ type Def struct {
 	SinkArgs        []string
 	// WaitRejects: before collecting, wait until the sink rejected a stale write.
 	WaitRejects bool
-	Expect      map[string]history.Outcome
+	// CutSinkToo: the partition also cuts the leader off from the sink, so
+	// its writes fail and retry and the bridge holds a backlog when the
+	// producer stops (a fast in-cluster sink never lets one build up).
+	CutSinkToo bool
+	Expect     map[string]history.Outcome
 }
 
 // Timing is the lease and bridge timing every scenario runs with.
@@ -159,8 +163,9 @@ func All() []Def {
 		neg("neg-fencing-off", "--fencing=off with an unfenced sink: writes commit without an epoch", []string{"--fencing=off"}, []string{"--broken=unfenced"}, false, check.UnfencedWrites),
 		neg("neg-ignore-demotion-unfenced-sink", "--ignore-demotion with an unfenced sink: the stale leader's writes commit after the new term's fence", []string{"--ignore-demotion"}, []string{"--broken=unfenced"}, false, check.NoStaleCommit),
 		neg("neg-live-epoch", "--live-epoch --ignore-demotion: the stale leader stamps a term it never held", []string{"--live-epoch", "--ignore-demotion"}, nil, false, check.EpochHeldByWriter),
-		// A fast producer keeps a backlog in the bridge, so dropping it shows.
-		neg("neg-no-drain", "--no-drain: a bridge stopped by its producer drops what it buffered", []string{"--no-drain", "--write-interval=5ms"}, nil, false, check.BridgeDrain),
+		// A fast producer and an unreachable sink keep a backlog in the
+		// bridge, so dropping it shows.
+		withSinkCut(neg("neg-no-drain", "--no-drain: a bridge stopped by its producer drops what it buffered (the partition also cuts the sink, so a backlog builds)", []string{"--no-drain", "--write-interval=5ms"}, nil, false, check.BridgeDrain)),
 		neg("neg-term-on-renew", "--term-on-renew: the term moves on renew", []string{"--term-on-renew"}, nil, false, check.TermStep),
 		neg("neg-no-term-bump", "--no-term-bump: a takeover keeps the old term", []string{"--no-term-bump"}, nil, false, check.TermStep),
 	}
@@ -170,3 +175,5 @@ func neg(name, desc string, rargs, sargs []string, waitRejects bool, failOn ...s
 	return Def{Name: name, Description: "negative control: " + desc, Chaos: PartitionOnce, NegativeControl: true,
 		ReconcilerArgs: rargs, SinkArgs: sargs, WaitRejects: waitRejects, Expect: control(failOn...)}
 }
+
+func withSinkCut(d Def) Def { d.CutSinkToo = true; return d }
