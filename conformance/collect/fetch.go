@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencecheck/fencecheck/chaos"
@@ -45,7 +46,7 @@ func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, se
 	for _, k := range sorted {
 		b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathRecords+url.PathEscape(k), nil).DoRaw(ctx)
 		if err != nil {
-			if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "404") {
+			if apierrors.IsNotFound(err) {
 				continue // a key only ever rejected has no record
 			}
 			return out, fmt.Errorf("sink record %q: %w", k, err)
