@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -121,15 +123,24 @@ func TestPodFromHolder(t *testing.T) {
 
 func TestAPIServerTargetsAndLeader(t *testing.T) {
 	holder := "rec-2_deadbeef"
+	port6443 := int32(6443)
 	c := kubefake.NewSimpleClientset(
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"},
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(6443)}}}},
 		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"172.18.0.3"}}, {Addresses: []string{"172.18.0.2"}}}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"172.18.0.3"}}, {Addresses: []string{"172.18.0.2"}}}, Ports: []discoveryv1.EndpointPort{{Port: &port6443}}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rec"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}},
 	)
 	got, err := APIServerTargets(context.Background(), c)
 	if err != nil || strings.Join(got, ",") != "10.96.0.1,172.18.0.2,172.18.0.3" {
 		t.Fatalf("%v %v", got, err)
+	}
+	if ports, err := APIServerPorts(context.Background(), c); err != nil || fmt.Sprint(ports) != "[443 6443]" {
+		t.Fatalf("ports %v %v", ports, err)
+	}
+	nc := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-2", Targets: got, TCPPorts: []int{443, 6443}, Duration: time.Minute})
+	if rs, err := plan.Routes(nc); err != nil || len(rs) != 6 || rs[0].Port != 443 {
+		t.Fatalf("port-scoped partition routes %v %v", rs, err)
 	}
 	if p, err := LeaderPod(context.Background(), c, "app", "rec"); err != nil || p != "rec-2" {
 		t.Fatalf("leader %q %v", p, err)

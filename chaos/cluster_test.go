@@ -73,6 +73,7 @@ type env struct {
 	kube    kubernetes.Interface
 	ex      *BuiltIn
 	targets []string
+	ports   []int
 	probers map[string]string // node → prober pod
 }
 
@@ -106,7 +107,11 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cfg: cfg, kube: kube, ex: ex, targets: targets, probers: map[string]string{}}
+	ports, err := APIServerPorts(ctx, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: cfg, kube: kube, ex: ex, targets: targets, ports: ports, probers: map[string]string{}}
 	e.deployProbes(t, ctx)
 	return e
 }
@@ -223,10 +228,10 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, 
 	t.Fatalf("timed out waiting for %s (last: %s)", what, last)
 }
 
-// nodeRoutes lists our tagged routes in every network namespace of node.
+// nodeRoutes lists our tagged routes and rules in every network namespace of node.
 func nodeRoutes(t *testing.T, node string) []string {
 	t.Helper()
-	script := `for n in $(ip netns list | cut -d' ' -f1); do ip -n "$n" route show proto 147 | sed "s|^|$n: |"; done`
+	script := `for n in $(ip netns list | cut -d' ' -f1); do { ip -n "$n" route show proto 147; ip -n "$n" rule show | grep 'proto 147' || true; } | sed "s|^|$n: |"; done`
 	out, err := exec.Command("docker", "exec", node, "sh", "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker exec %s: %v\n%s", node, err, out)
@@ -247,14 +252,16 @@ func TestPartitionCutsOnlyTheAPIServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			const dur = 12 * time.Second
-			nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, Duration: dur})
+			// Port-scoped (the CLI's default): the apiserver's pod proxy can
+			// still read the prober's counters from another node.
+			nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur})
 			w, err := e.ex.Inject(ctx, nc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.ex.Delete(context.Background(), testNS, w.Name)
-			if r := nodeRoutes(t, node); len(r) != len(e.targets) {
-				t.Fatalf("node %s during the cut: want %d tagged routes, have %v", node, len(e.targets), r)
+			if r := nodeRoutes(t, node); len(r) != len(e.targets)*len(e.ports) {
+				t.Fatalf("node %s during the cut: want %d tagged rules, have %v", node, len(e.targets)*len(e.ports), r)
 			} else {
 				t.Logf("routes on %s: %v", node, r)
 			}
@@ -380,7 +387,7 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 		}
 	}
 	const dur = 30 * time.Second
-	w, err := e.ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, Duration: dur}))
+	w, err := e.ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,8 +428,8 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	if time.Now().After(end) {
 		t.Fatalf("the agent took until after the deadline to restart; lengthen dur")
 	}
-	if r := nodeRoutes(t, node); len(r) != len(e.targets) {
-		t.Fatalf("after the agent restart, before the deadline: routes %v", r)
+	if r := nodeRoutes(t, node); len(r) != len(e.targets)*len(e.ports) {
+		t.Fatalf("after the agent restart, before the deadline: rules %v", r)
 	}
 	rw, err := e.ex.WaitRecovered(ctx, testNS, w.Name)
 	if err != nil {

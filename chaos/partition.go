@@ -11,9 +11,11 @@ import (
 	"net/netip"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -23,11 +25,16 @@ import (
 // Set PodName to target one pod (in PodNamespace), or PodLabels to target
 // every running pod in PodNamespace that matches. Namespace is where the
 // NetworkChaos object lives (default: PodNamespace). An empty Name makes the
-// apiserver generate one ("fencecheck-partition-xxxxx").
+// apiserver generate one ("fencecheck-partition-xxxxx"). TCPPorts, when
+// set, narrows the cut to TCP connections to those ports on the targets
+// (plan.PortsAnnotation; APIServerPorts gives the apiserver's): the
+// apiserver can then still reach the pod (its pod proxy, used to read a
+// partitioned pod's counters, connects from the endpoint address).
 type PartitionSpec struct {
 	Name, Namespace, PodNamespace, PodName string
 	PodLabels                              map[string]string
 	Targets                                []string
+	TCPPorts                               []int
 	Duration                               time.Duration
 	Direction                              v1alpha1.Direction
 }
@@ -62,6 +69,13 @@ func NewPartition(p PartitionSpec) *v1alpha1.NetworkChaos {
 	}
 	if p.Name == "" {
 		nc.GenerateName = "fencecheck-partition-"
+	}
+	if len(p.TCPPorts) > 0 {
+		ports := make([]string, len(p.TCPPorts))
+		for i, port := range p.TCPPorts {
+			ports[i] = fmt.Sprint(port)
+		}
+		nc.Annotations = map[string]string{plan.PortsAnnotation: strings.Join(ports, ",")}
 	}
 	if p.PodName != "" {
 		nc.Spec.Mode = v1alpha1.OneMode
@@ -121,6 +135,42 @@ func sortedAddrs(set map[string]bool) []string {
 		return a.Less(b)
 	})
 	return out
+}
+
+// APIServerPorts returns the TCP ports a pod reaches the apiserver on: the
+// kubernetes Service's port(s) and its endpoints' ports (443 and 6443 on kind).
+func APIServerPorts(ctx context.Context, c kubernetes.Interface) ([]int, error) {
+	svc, err := c.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver ports: get service default/kubernetes: %w", err)
+	}
+	set := map[int]bool{}
+	for _, p := range svc.Spec.Ports {
+		set[int(p.Port)] = true
+		if p.TargetPort.IntValue() > 0 {
+			set[p.TargetPort.IntValue()] = true
+		}
+	}
+	slices, err := c.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver ports: list endpointslices: %w", err)
+	}
+	for _, s := range slices.Items {
+		for _, p := range s.Ports {
+			if p.Port != nil {
+				set[int(*p.Port)] = true
+			}
+		}
+	}
+	var out []int
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("apiserver ports: the kubernetes service has no ports")
+	}
+	return out, nil
 }
 
 var holderRe = regexp.MustCompile(`^(.+)_([0-9a-f]{8})$`)

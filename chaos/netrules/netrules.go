@@ -25,6 +25,12 @@ import (
 // in iproute2's rt_protos, so no routing daemon writes it.
 const Protocol netlink.RouteProtocol = 147
 
+// RulePriority is where port-scoped cuts sit among the policy rules: after
+// the local table (0), before main (32766). They carry Protocol too. The
+// netlink library does not read a rule's action back, so the priority also
+// encodes it: RulePriority for blackhole, RulePriority+1 for prohibit.
+const RulePriority = 1470
+
 // DefaultDir is where containerd's CRI bind-mounts pod network namespaces.
 const DefaultDir = "/var/run/netns"
 
@@ -82,7 +88,43 @@ func toNetlink(r plan.Route) (*netlink.Route, error) {
 	}, nil
 }
 
-// Tagged lists our routes in the namespace (main table, both families).
+func toRule(r plan.Route) (*netlink.Rule, error) {
+	typ, ok := typeOf[r.Type]
+	if !ok {
+		return nil, fmt.Errorf("route type %q unknown", r.Type)
+	}
+	nr := netlink.NewRule()
+	nr.Priority = RulePriority
+	if r.Type == plan.Prohibit {
+		nr.Priority = RulePriority + 1
+	}
+	nr.Dst = &net.IPNet{IP: net.IP(r.Dst.Addr().AsSlice()), Mask: net.CIDRMask(r.Dst.Bits(), r.Dst.Addr().BitLen())}
+	nr.IPProto = unix.IPPROTO_TCP
+	nr.Dport = netlink.NewRulePortRange(r.Port, r.Port)
+	nr.Type = uint8(typ)
+	nr.Protocol = uint8(Protocol)
+	nr.Table = unix.RT_TABLE_UNSPEC
+	return nr, nil
+}
+
+func typeFrom(t int) plan.RouteType {
+	if t == unix.RTN_PROHIBIT {
+		return plan.Prohibit
+	}
+	return plan.Blackhole
+}
+
+func prefix(n *net.IPNet, v4 bool) netip.Prefix {
+	a, _ := netip.AddrFromSlice(n.IP)
+	if v4 {
+		a = a.Unmap()
+	}
+	bits, _ := n.Mask.Size()
+	return netip.PrefixFrom(a, bits)
+}
+
+// Tagged lists our cuts in the namespace: routes (main table) and
+// port-scoped policy rules, both families.
 func (n *NS) Tagged() ([]plan.Route, error) {
 	var out []plan.Route
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
@@ -91,23 +133,61 @@ func (n *NS) Tagged() ([]plan.Route, error) {
 			return nil, fmt.Errorf("list routes in %s: %w", n.Path, err)
 		}
 		for _, r := range rs {
-			if r.Dst == nil {
+			if r.Dst != nil {
+				out = append(out, plan.Route{Dst: prefix(r.Dst, fam == netlink.FAMILY_V4), Type: typeFrom(r.Type)})
+			}
+		}
+		rules, err := n.h.RuleList(fam)
+		if err != nil {
+			return nil, fmt.Errorf("list rules in %s: %w", n.Path, err)
+		}
+		for _, r := range rules {
+			if r.Protocol != uint8(Protocol) || r.Dst == nil || r.Dport == nil {
 				continue
 			}
-			a, _ := netip.AddrFromSlice(r.Dst.IP)
-			if fam == netlink.FAMILY_V4 {
-				a = a.Unmap()
-			}
-			bits, _ := r.Dst.Mask.Size()
 			typ := plan.Blackhole
-			if r.Type == unix.RTN_PROHIBIT {
+			if r.Priority == RulePriority+1 {
 				typ = plan.Prohibit
 			}
-			out = append(out, plan.Route{Dst: netip.PrefixFrom(a, bits), Type: typ})
+			out = append(out, plan.Route{Dst: prefix(r.Dst, fam == netlink.FAMILY_V4), Type: typ, Port: r.Dport.Start})
 		}
 	}
 	plan.SortRoutes(out)
 	return out, nil
+}
+
+func (n *NS) add(r plan.Route) error {
+	if r.Port != 0 {
+		nr, err := toRule(r)
+		if err != nil {
+			return err
+		}
+		return n.h.RuleAdd(nr)
+	}
+	nr, err := toNetlink(r)
+	if err != nil {
+		return err
+	}
+	return n.h.RouteAdd(nr)
+}
+
+func (n *NS) del(r plan.Route) error {
+	var err error
+	if r.Port != 0 {
+		var nr *netlink.Rule
+		if nr, err = toRule(r); err == nil {
+			err = n.h.RuleDel(nr)
+		}
+	} else {
+		var nr *netlink.Route
+		if nr, err = toNetlink(r); err == nil {
+			err = n.h.RouteDel(nr)
+		}
+	}
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+		return nil // already gone
+	}
+	return err
 }
 
 // Sync makes our routes in the namespace exactly want (nil removes them
@@ -121,19 +201,14 @@ func (n *NS) Sync(want []plan.Route) (added, deleted []plan.Route, err error) {
 	add, del := plan.Diff(want, have)
 	var errs []error
 	for _, r := range del {
-		nr, _ := toNetlink(r)
-		if e := n.h.RouteDel(nr); e != nil && !errors.Is(e, unix.ESRCH) {
+		if e := n.del(r); e != nil {
 			errs = append(errs, fmt.Errorf("delete %s in %s: %w", r, n.Path, e))
 			continue
 		}
 		deleted = append(deleted, r)
 	}
 	for _, r := range add {
-		nr, e := toNetlink(r)
-		if e == nil {
-			e = n.h.RouteAdd(nr)
-		}
-		if e != nil {
+		if e := n.add(r); e != nil {
 			errs = append(errs, fmt.Errorf("add %s in %s: %w", r, n.Path, e))
 			continue
 		}

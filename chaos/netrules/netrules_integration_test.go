@@ -29,6 +29,7 @@ const (
 	otherIP   = "10.77.0.1"
 	apiIP     = "10.77.1.1"
 	echoPort  = "7000"
+	otherPort = "7001"
 	probeWait = 2 * time.Second
 )
 
@@ -176,11 +177,24 @@ func openNS(t *testing.T, name string) *NS {
 }
 
 func TestPartitionCutsEstablishedAndNewConnections(t *testing.T) {
-	for _, typ := range []plan.RouteType{plan.Blackhole, plan.Prohibit} {
-		t.Run(string(typ), func(t *testing.T) {
+	cases := []struct {
+		name string
+		typ  plan.RouteType
+		port uint16 // port-scoped: a policy rule for TCP to this port only
+	}{
+		{"route-blackhole", plan.Blackhole, 0},
+		{"route-prohibit", plan.Prohibit, 0},
+		{"rule-blackhole-port", plan.Blackhole, 7000},
+		{"rule-prohibit-port", plan.Prohibit, 7000},
+	}
+	for _, tc := range cases {
+		typ := tc.typ
+		t.Run(tc.name, func(t *testing.T) {
 			tp := setup(t)
 			echo(t, tp.net, apiIP+":"+echoPort)
 			echo(t, tp.net, otherIP+":"+echoPort)
+			echo(t, tp.net, apiIP+":"+otherPort)
+			echo(t, tp.pod, podIP+":"+echoPort)
 			api, err := dial(t, tp.pod, "", apiIP+":"+echoPort)
 			if err != nil {
 				t.Fatalf("before the cut, dial apiserver: %v", err)
@@ -195,8 +209,13 @@ func TestPartitionCutsEstablishedAndNewConnections(t *testing.T) {
 				}
 			}
 
+			sameHostOtherPort, err := dial(t, tp.pod, "", apiIP+":"+otherPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+
 			n := openNS(t, tp.pod)
-			cut := []plan.Route{{Dst: netip.MustParsePrefix(apiIP + "/32"), Type: typ}}
+			cut := []plan.Route{{Dst: netip.MustParsePrefix(apiIP + "/32"), Type: typ, Port: tc.port}}
 			if added, _, err := n.Sync(cut); err != nil || len(added) != 1 {
 				t.Fatalf("cut: added %v, %v", added, err)
 			}
@@ -220,6 +239,23 @@ func TestPartitionCutsEstablishedAndNewConnections(t *testing.T) {
 				t.Fatalf("new connection to another destination failed: %v", err)
 			} else if err := c.roundTrip(probeWait); err != nil {
 				t.Fatal(err)
+			}
+			if tc.port != 0 {
+				// Port-scoped: the target's other ports and the target's own
+				// connections to the pod (the apiserver's pod proxy) still work.
+				if err := sameHostOtherPort.roundTrip(probeWait); err != nil {
+					t.Fatalf("established connection to another port of the target broke: %v", err)
+				}
+				if c, err := dial(t, tp.pod, "", apiIP+":"+otherPort); err != nil {
+					t.Fatalf("new connection to another port of the target failed: %v", err)
+				} else if err := c.roundTrip(probeWait); err != nil {
+					t.Fatal(err)
+				}
+				if c, err := dial(t, tp.net, apiIP, podIP+":"+echoPort); err != nil {
+					t.Fatalf("the target could not open a connection to the pod: %v", err)
+				} else if err := c.roundTrip(probeWait); err != nil {
+					t.Fatalf("the pod's replies to the target were cut: %v", err)
+				}
 			}
 
 			healed := time.Now()
@@ -285,6 +321,7 @@ func TestFindNamespaceAndRemoveLeftovers(t *testing.T) {
 	if _, _, err := n.Sync([]plan.Route{
 		{Dst: netip.MustParsePrefix(apiIP + "/32"), Type: plan.Prohibit},
 		{Dst: netip.MustParsePrefix("10.78.0.0/16"), Type: plan.Blackhole},
+		{Dst: netip.MustParsePrefix(apiIP + "/32"), Type: plan.Prohibit, Port: 6443},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +336,11 @@ func TestFindNamespaceAndRemoveLeftovers(t *testing.T) {
 			ours = &found[i]
 		}
 	}
-	if ours == nil || len(ours.Routes) != 2 {
+	if ours == nil || len(ours.Routes) != 3 {
 		t.Fatalf("leftovers not found: %+v (%v)", found, err)
 	}
 	fresh := openNS(t, tp.pod) // a restarted agent
-	if _, deleted, err := fresh.Sync(nil); err != nil || len(deleted) != 2 {
+	if _, deleted, err := fresh.Sync(nil); err != nil || len(deleted) != 3 {
 		t.Fatalf("cleanup deleted %v, %v", deleted, err)
 	}
 	out, _ := exec.Command("ip", "-n", tp.pod, "route", "show", "type", "blackhole").CombinedOutput()
@@ -312,5 +349,8 @@ func TestFindNamespaceAndRemoveLeftovers(t *testing.T) {
 	}
 	if strings.Contains(string(out), "10.78.0.0") {
 		t.Fatalf("cleanup left our route:\n%s", out)
+	}
+	if rules, _ := exec.Command("ip", "-n", tp.pod, "rule", "show").CombinedOutput(); strings.Contains(string(rules), "6443") {
+		t.Fatalf("cleanup left our rule:\n%s", rules)
 	}
 }

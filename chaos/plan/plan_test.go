@@ -67,10 +67,10 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Route{
-		{netip.MustParsePrefix("10.96.0.1/32"), Blackhole},
-		{netip.MustParsePrefix("172.18.0.2/32"), Blackhole},
-		{netip.MustParsePrefix("fd00::1/128"), Blackhole},
-		{netip.MustParsePrefix("10.1.0.0/16"), Blackhole},
+		{Dst: netip.MustParsePrefix("10.96.0.1/32"), Type: Blackhole},
+		{Dst: netip.MustParsePrefix("172.18.0.2/32"), Type: Blackhole},
+		{Dst: netip.MustParsePrefix("fd00::1/128"), Type: Blackhole},
+		{Dst: netip.MustParsePrefix("10.1.0.0/16"), Type: Blackhole},
 	}
 	if !reflect.DeepEqual(rs, want) {
 		t.Fatalf("routes %v, want %v", rs, want)
@@ -79,6 +79,19 @@ func TestRoutes(t *testing.T) {
 	rs, _ = Routes(nc)
 	if rs[0].Type != Prohibit {
 		t.Fatalf("reject gave %v", rs[0])
+	}
+	// Port-scoped: one rule per target and port.
+	nc = partition("p", "30s", "10.96.0.1", "172.18.0.2")
+	nc.Annotations = map[string]string{PortsAnnotation: "443, 6443,443"}
+	rs, err = Routes(nc)
+	if err != nil || len(rs) != 4 || rs[0].Port != 443 || rs[1].Port != 6443 || rs[3].String() != "blackhole 172.18.0.2/32 tcp dport 6443" {
+		t.Fatalf("port-scoped routes %v %v", rs, err)
+	}
+	for _, bad := range []string{"", "0", "65536", "https", "443;6443", "44x"} {
+		nc.Annotations[PortsAnnotation] = bad
+		if err := Validate(nc); err == nil {
+			t.Errorf("ports annotation %q accepted", bad)
+		}
 	}
 }
 
@@ -169,7 +182,7 @@ func TestDesiredOnlyThisNodeAndMerged(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	r := func(s string, ty RouteType) Route { return Route{netip.MustParsePrefix(s), ty} }
+	r := func(s string, ty RouteType) Route { return Route{Dst: netip.MustParsePrefix(s), Type: ty} }
 	want := []Route{r("10.96.0.1/32", Blackhole), r("172.18.0.2/32", Blackhole)}
 	have := []Route{r("10.96.0.1/32", Prohibit), r("1.1.1.1/32", Blackhole)}
 	add, del := Diff(want, have)

@@ -36,6 +36,7 @@ type partitionOpts struct {
 	kubeconfig  string
 	timeout     time.Duration
 	targetsFlag string
+	portsFlag   string
 }
 
 func parsePartition(args []string) (*partitionOpts, *flag.FlagSet, error) {
@@ -48,6 +49,7 @@ func parsePartition(args []string) (*partitionOpts, *flag.FlagSet, error) {
 	fs.DurationVar(&o.spec.Duration, "duration", 30*time.Second, "how long the partition lasts (the agent heals it on time)")
 	direction := fs.String("direction", "to", "to or both")
 	fs.StringVar(&o.targetsFlag, "targets", "", "addresses to cut off, comma-separated (default: the apiserver's ClusterIP and endpoints)")
+	fs.StringVar(&o.portsFlag, "tcp-ports", "apiserver", "cut only TCP to these ports on the targets: \"apiserver\" (the apiserver's ports; whole addresses when --targets is given), a list like 443,6443, or \"all\" (whole addresses, as Chaos Mesh does)")
 	fs.StringVar(&o.spec.Name, "name", "", "NetworkChaos name (default: generated)")
 	fs.StringVar(&o.spec.Namespace, "chaos-namespace", "", "namespace of the NetworkChaos object (default: --namespace)")
 	fs.StringVar(&o.executor, "executor", "auto", "auto, builtin or chaos-mesh")
@@ -118,6 +120,17 @@ flags:
 	if o.targetsFlag != "" {
 		o.spec.Targets = strings.Split(o.targetsFlag, ",")
 	}
+	switch o.portsFlag {
+	case "apiserver", "all":
+	default:
+		for _, f := range strings.Split(o.portsFlag, ",") {
+			var p int
+			if _, err := fmt.Sscanf(f, "%d", &p); err != nil || p < 1 || p > 65535 || fmt.Sprint(p) != f {
+				return nil, fs, fmt.Errorf("--tcp-ports %q: want apiserver, all or a list of ports", o.portsFlag)
+			}
+			o.spec.TCPPorts = append(o.spec.TCPPorts, p)
+		}
+	}
 	return o, fs, nil
 }
 
@@ -159,6 +172,11 @@ func runPartition(args []string) int {
 	if len(o.spec.Targets) == 0 {
 		if o.spec.Targets, err = chaos.APIServerTargets(ctx, kube); err != nil {
 			return fail(err)
+		}
+		if o.portsFlag == "apiserver" {
+			if o.spec.TCPPorts, err = chaos.APIServerPorts(ctx, kube); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	nc := chaos.NewPartition(o.spec)

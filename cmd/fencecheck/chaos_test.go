@@ -14,6 +14,9 @@ func TestParsePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o2, _, err := parsePartition([]string{"--namespace", "a", "--pod", "p", "--tcp-ports", "443,6443"}); err != nil || len(o2.spec.TCPPorts) != 2 {
+		t.Fatalf("--tcp-ports: %v %v", o2, err)
+	}
 	if o.spec.PodLabels["tier"] != "x" || o.spec.Duration != 45*time.Second || o.spec.Direction != "both" || len(o.spec.Targets) != 2 {
 		t.Fatalf("%+v", o.spec)
 	}
@@ -27,6 +30,7 @@ func TestParsePartition(t *testing.T) {
 		{"--namespace", "a", "--pod", "p", "--duration", "0s"},
 		{"--namespace", "a", "--pod", "p", "--bogus"},
 		{"--namespace", "a", "--pod", "p", "extra"},
+		{"--namespace", "a", "--pod", "p", "--tcp-ports", "https"},
 	} {
 		if _, _, err := parsePartition(bad); err == nil {
 			t.Errorf("accepted %q", bad)
