@@ -587,9 +587,24 @@ func (s *Session) stopReconcilers(ctx context.Context) error {
 		}
 		return fmt.Errorf("scale the reconciler to 0: %w", err)
 	}
-	return s.poll(ctx, "reconciler pods gone", func(ctx context.Context) (bool, error) {
+	// Done when every pod is gone or has logged that it stopped (a pod can
+	// linger in Terminating well after its process exited).
+	return s.poll(ctx, "reconciler pods stopped", func(ctx context.Context) (bool, error) {
 		pods, err := s.env.Kube.CoreV1().Pods(s.NS).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
-		return err == nil && len(pods.Items) == 0, err
+		if err != nil {
+			return false, err
+		}
+		events := s.logs.Snapshot()
+		for _, p := range pods.Items {
+			stopped := false
+			for _, ev := range events[p.Name] {
+				stopped = stopped || ev.Kind == eventlog.KindStopped
+			}
+			if !stopped {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 
@@ -641,13 +656,8 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	}
 	// Stop every writer first, so the sink's history and final state are
 	// read at rest and agree (the pods log their shutdown before exiting).
-	note(s.stopReconcilers(ctx))
 	if s.logs != nil {
-		idle, cancel := context.WithTimeout(ctx, 15*time.Second)
-		if !s.logs.WaitIdle(idle) {
-			s.Hist.Errors = append(s.Hist.Errors, "some pod log streams had not ended 15s after the pods were gone")
-		}
-		cancel()
+		note(s.stopReconcilers(ctx))
 		events, problems := s.logs.Stop(ctx)
 		s.Hist.Events = events
 		s.Hist.Errors = append(s.Hist.Errors, problems...)
