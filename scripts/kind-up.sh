@@ -43,10 +43,21 @@ YAML
 	for ((i = 0; i < WORKERS; i++)); do echo "- role: worker"; done
 }
 
-# wait_ready SECONDS: every node Ready, CoreDNS available.
+# ready_nodes SINCE: how many nodes are Ready with a kubelet heartbeat at or
+# after SINCE (epoch seconds), so a stale Ready from before a restart does
+# not count.
+ready_nodes() {
+	node_kubectl get nodes -o jsonpath='{range .items[*]}{range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{"\n"}{end}{end}' 2>/dev/null |
+		while read -r status hb; do
+			[ "$status" = True ] && [ "$(date -d "$hb" +%s 2>/dev/null || echo 0)" -ge "$1" ] && echo ok
+		done | wc -l
+}
+
+# wait_ready SECONDS [SINCE]: every node Ready (heartbeat since SINCE),
+# CoreDNS available.
 wait_ready() {
-	local deadline=$(( $(date +%s) + $1 )) want=$((WORKERS + 1))
-	until [ "$(node_kubectl get nodes --no-headers 2>/dev/null | awk '$2=="Ready"' | wc -l)" = "$want" ]; do
+	local deadline=$(( $(date +%s) + $1 )) since=${2:-0} want=$((WORKERS + 1))
+	until [ "$(ready_nodes "$since")" = "$want" ]; do
 		[ "$(date +%s)" -lt "$deadline" ] || { log "nodes not Ready in time:"; node_kubectl get nodes >&2 || true; return 1; }
 		sleep 2
 	done
@@ -84,18 +95,22 @@ reuse_existing() {
 	local nodes=$1 count stopped
 	count=$(wc -l <<<"$nodes")
 	stopped=$(awk '$2!="running"' <<<"$nodes" | wc -l)
+	# After dockerd (re)started or nodes were started, a Ready status must be
+	# newer than that: an old one proves nothing.
+	local since=$DOCKERD_STARTED_AT
 	if [ "$count" != $((WORKERS + 1)) ]; then
 		log "existing cluster has $count nodes, want $((WORKERS + 1)) (KIND_WORKERS=$WORKERS): recreating it"
 	else
 		if [ "$stopped" != 0 ]; then
 			log "$stopped of $count node containers are stopped (machine restart?): starting them"
+			since=$(date +%s)
 			# control plane first so the kubelets find the apiserver
 			step "docker start control plane" docker start "$(control_plane_container)" >/dev/null
 			local others; others=$(awk '{print $1}' <<<"$nodes" | grep -v -- '-control-plane$' || true)
 			[ -z "$others" ] || step "docker start workers" docker start $others >/dev/null
 		fi
-		local timeout=60; [ "$stopped" = 0 ] || timeout=$READY_TIMEOUT
-		if step "health check: $count nodes Ready, CoreDNS available" wait_ready "$timeout"; then
+		local timeout=60; [ "$stopped" = 0 ] && [ "$since" = 0 ] || timeout=$READY_TIMEOUT
+		if step "health check: $count nodes Ready, CoreDNS available" wait_ready "$timeout" "$since"; then
 			if [ -n "${KIND_NODE_IMAGE:-}" ] && awk -v img="$KIND_NODE_IMAGE" '$3!=img {bad=1} END {exit !bad}' <<<"$nodes"; then
 				log "WARNING: the healthy cluster runs another node image than KIND_NODE_IMAGE=$KIND_NODE_IMAGE; 'make kind-down kind-up' to switch"
 			fi

@@ -5,6 +5,7 @@
 # Requires common.sh.
 
 RUNC_WRAPPER=/usr/local/lib/fencecheck/runc-wrapper
+DOCKERD_STARTED_AT=0
 DOCKER_LOG="$FENCECHECK_CACHE/logs/dockerd.log"
 
 _apt_updated=""
@@ -87,6 +88,7 @@ ensure_docker() {
 		mkdir -p "$(dirname "$DOCKER_LOG")"
 		rm -f /var/run/docker.pid
 		log "starting dockerd (log: $DOCKER_LOG)"
+		DOCKERD_STARTED_AT=$(date +%s) # containers it brings back may carry stale state
 		setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null &
 	fi
 	wait_docker 90 || { tail -n 20 "$DOCKER_LOG" >&2; die "dockerd did not come up within 90s; see $DOCKER_LOG"; }

@@ -128,6 +128,22 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func(context
 	}
 }
 
+// podProblem reports a container state that will not fix itself, so a wait
+// fails at once with the reason instead of at its deadline.
+func podProblem(p *corev1.Pod) error {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
+				return fmt.Errorf("pod %s: %s: %s (run `make images` / `bash scripts/images.sh probe`)", p.Name, w.Reason, w.Message)
+			case "CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError", "RunContainerError":
+				return fmt.Errorf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	return nil
+}
+
 func probePod(name, node string, args []string, restart corev1.RestartPolicy) *corev1.Pod {
 	fieldEnv := func(n, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: n, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
@@ -161,6 +177,9 @@ func runToCompletion(t *testing.T, cs *kubernetes.Clientset, ns string, pod *cor
 			return false, err
 		}
 		phase = p.Status.Phase
+		if err := podProblem(p); err != nil {
+			return false, err
+		}
 		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
 	})
 	raw, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).Do(ctx).Raw()
@@ -205,6 +224,9 @@ func TestPodNetworking(t *testing.T) {
 		}
 		if p.Status.Phase == corev1.PodFailed {
 			return false, fmt.Errorf("ping-server failed: %+v", p.Status)
+		}
+		if err := podProblem(p); err != nil {
+			return false, err
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
@@ -273,6 +295,9 @@ func TestDefaultStorageClass(t *testing.T) {
 		}
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "pvc-user", metav1.GetOptions{})
 		if err != nil {
+			return false, err
+		}
+		if err := podProblem(p); err != nil {
 			return false, err
 		}
 		return c.Status.Phase == corev1.ClaimBound && p.Status.Phase == corev1.PodRunning, nil
