@@ -228,11 +228,19 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, 
 	t.Fatalf("timed out waiting for %s (last: %s)", what, last)
 }
 
-// nodeRoutes lists our tagged routes and rules in every network namespace of node.
-func nodeRoutes(t *testing.T, node string) []string {
+// podRoutes lists our tagged routes and rules in the network namespace of
+// pod on node (found by its IP), read with docker exec on the node. Only
+// that namespace: other suites may partition other pods on the same node.
+func (e *env) podRoutes(t *testing.T, node, pod string) []string {
 	t.Helper()
-	script := `for n in $(ip netns list | cut -d' ' -f1); do { ip -n "$n" route show proto 147; ip -n "$n" rule show | grep 'proto 147' || true; } | sed "s|^|$n: |"; done`
-	out, err := exec.Command("docker", "exec", node, "sh", "-c", script).CombinedOutput()
+	p, err := e.kube.CoreV1().Pods(testNS).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `found=0; for n in $(ip netns list | cut -d' ' -f1); do
+  if ip -n "$n" -o addr show | grep -q " inet $0/"; then found=1; ip -n "$n" route show proto 147; ip -n "$n" rule show | grep 'proto 147' || true; fi
+done; [ $found = 1 ] || { echo "no netns holds $0" >&2; exit 3; }`
+	out, err := exec.Command("docker", "exec", node, "sh", "-c", script, p.Status.PodIP).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker exec %s: %v\n%s", node, err, out)
 	}
@@ -260,7 +268,7 @@ func TestPartitionCutsOnlyTheAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.ex.Delete(context.Background(), testNS, w.Name)
-			if r := nodeRoutes(t, node); len(r) != len(e.targets)*len(e.ports) {
+			if r := e.podRoutes(t, node, pod); len(r) != len(e.targets)*len(e.ports) {
 				t.Fatalf("node %s during the cut: want %d tagged rules, have %v", node, len(e.targets)*len(e.ports), r)
 			} else {
 				t.Logf("routes on %s: %v", node, r)
@@ -294,7 +302,7 @@ func TestPartitionCutsOnlyTheAPIServer(t *testing.T) {
 			if length < dur-time.Second || length > dur+3*time.Second {
 				t.Errorf("partition lasted %s, asked %s", length, dur)
 			}
-			if r := nodeRoutes(t, node); len(r) != 0 {
+			if r := e.podRoutes(t, node, pod); len(r) != 0 {
 				t.Fatalf("routes left on %s after recovery: %v", node, r)
 			}
 			after := e.stats(t, ctx, pod)
@@ -337,7 +345,7 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 		name := strings.TrimSpace(strings.TrimPrefix(line, "INJECTED "))
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		if r := nodeRoutes(t, node); len(r) == 0 {
+		if r := e.podRoutes(t, node, pod); len(r) == 0 {
 			t.Fatalf("run %d: no routes on %s right after injection: the check below would prove nothing", i, node)
 		}
 		nc, err := e.ex.get(context.Background(), testNS, name)
@@ -347,7 +355,7 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 		end, _ := plan.Deadline(nc)
 		var gone time.Time
 		for time.Now().Before(end.Add(20 * time.Second)) {
-			if len(nodeRoutes(t, node)) == 0 {
+			if len(e.podRoutes(t, node, pod)) == 0 {
 				gone = time.Now()
 				break
 			}
@@ -428,14 +436,14 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	if time.Now().After(end) {
 		t.Fatalf("the agent took until after the deadline to restart; lengthen dur")
 	}
-	if r := nodeRoutes(t, node); len(r) != len(e.targets)*len(e.ports) {
+	if r := e.podRoutes(t, node, pod); len(r) != len(e.targets)*len(e.ports) {
 		t.Fatalf("after the agent restart, before the deadline: rules %v", r)
 	}
 	rw, err := e.ex.WaitRecovered(ctx, testNS, w.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := nodeRoutes(t, node); len(r) != 0 {
+	if r := e.podRoutes(t, node, pod); len(r) != 0 {
 		t.Fatalf("routes left after recovery: %v", r)
 	}
 	t.Logf("recovered %s after the deadline (window %s)", rw.Recovered.Sub(end).Round(time.Millisecond), rw.Recovered.Sub(rw.Injected).Round(time.Millisecond))
