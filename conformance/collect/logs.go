@@ -161,6 +161,23 @@ func (f *LogFollower) addError(s string) {
 	f.mu.Unlock()
 }
 
+// Refresh reads pod's complete log once more and replaces the followed
+// events when it holds at least as many: a follow stream can stall
+// silently (a busy kubelet), a fresh read cannot.
+func (f *LogFollower) Refresh(ctx context.Context, pod string) error {
+	b, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: reading the log: %w", pod, err)
+	}
+	parsed := ParseAll(bytes.NewReader(b))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(parsed.Events) >= len(f.events[pod]) {
+		f.events[pod] = parsed.Events
+	}
+	return nil
+}
+
 // WaitIdle waits until every follower's stream has ended (the pods
 // terminated), or ctx ends; it reports whether they all ended.
 func (f *LogFollower) WaitIdle(ctx context.Context) bool {

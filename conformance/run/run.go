@@ -325,12 +325,20 @@ func (s *Session) waitCommits(ctx context.Context, since time.Time, n int) error
 	})
 }
 
-// waitEvent waits until pod logged an event matching match.
+// waitEvent waits until pod logged an event matching match; every second
+// it re-reads the pod's log in case the follow stream stalled.
 func (s *Session) waitEvent(ctx context.Context, pod, what string, match func(eventlog.Event) bool) error {
-	return s.poll(ctx, pod+" logging "+what, func(context.Context) (bool, error) {
+	last := time.Now()
+	return s.poll(ctx, pod+" logging "+what, func(ctx context.Context) (bool, error) {
 		for _, ev := range s.logs.Snapshot()[pod] {
 			if match(ev) {
 				return true, nil
+			}
+		}
+		if time.Since(last) > time.Second {
+			last = time.Now()
+			if err := s.logs.Refresh(ctx, pod); err != nil {
+				return false, err
 			}
 		}
 		return false, nil
@@ -594,14 +602,20 @@ func (s *Session) stopReconcilers(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		events := s.logs.Snapshot()
 		for _, p := range pods.Items {
-			stopped := false
-			for _, ev := range events[p.Name] {
-				stopped = stopped || ev.Kind == eventlog.KindStopped
+			stopped := func() bool {
+				for _, ev := range s.logs.Snapshot()[p.Name] {
+					if ev.Kind == eventlog.KindStopped {
+						return true
+					}
+				}
+				return false
 			}
-			if !stopped {
-				return false, nil
+			if !stopped() {
+				// The follow stream may have stalled: read the log afresh.
+				if err := s.logs.Refresh(ctx, p.Name); err != nil || !stopped() {
+					return false, err
+				}
 			}
 		}
 		return true, nil
