@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,12 @@ func TestEndToEndOnALocalAPIServer(t *testing.T) {
 			t.Fatalf("ip %v: %v\n%s", args, err, out)
 		}
 	}
+	// The agent heals every tagged namespace in its directory: give it one
+	// holding only ours, so tests running in parallel keep theirs.
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(netrules.DefaultDir, ns), filepath.Join(dir, ns)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +88,7 @@ func TestEndToEndOnALocalAPIServer(t *testing.T) {
 	// The agent, as its service account.
 	user, groups := kubetest.ServiceAccountUser(AgentNamespace, "chaos-agent")
 	saCfg := srv.Impersonate(user, groups...)
-	a := &agent.Agent{Node: "node-a", NS: &agent.LinuxNamespaces{Dir: netrules.DefaultDir},
+	a := &agent.Agent{Node: "node-a", NS: &agent.LinuxNamespaces{Dir: dir},
 		Dyn: dynamic.NewForConfigOrDie(saCfg), Logf: t.Logf}
 	actx, stopAgent := context.WithCancel(ctx)
 	done := make(chan error, 1)

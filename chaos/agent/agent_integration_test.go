@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,11 @@ func sh(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// podNetns makes a namespace holding ip on an interface, like a pod's.
-func podNetns(t *testing.T, ip string) string {
+// podNetns makes a namespace holding ip on an interface, like a pod's, and
+// returns its name and a private directory holding only it: the agent heals
+// every tagged namespace in its directory, and must not touch the
+// namespaces of tests running in parallel.
+func podNetns(t *testing.T, ip string) (string, string) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root (network namespaces): run scripts/test-integration-chaos.sh as root")
 	}
@@ -42,14 +46,18 @@ func podNetns(t *testing.T, ip string) string {
 	sh(t, "ip", "-n", name, "addr", "add", ip+"/24", "dev", "eth0")
 	sh(t, "ip", "-n", name, "link", "set", "eth0", "up")
 	sh(t, "ip", "-n", name, "link", "set", "peer0", "up")
-	return name
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(netrules.DefaultDir, name), filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	return name, dir
 }
 
 func TestAgentOnRealNamespaces(t *testing.T) {
-	name := podNetns(t, "10.244.0.5") // pods()'s rec-0 on n1
+	name, dir := podNetns(t, "10.244.0.5") // pods()'s rec-0 on n1
 	nc := leaderPartition("cut")
 	f := newFixture(t, nc)
-	f.a.NS = &LinuxNamespaces{Dir: netrules.DefaultDir}
+	f.a.NS = &LinuxNamespaces{Dir: dir}
 	ctx := context.Background()
 	if _, err := f.a.Reconcile(ctx, []*v1alpha1.NetworkChaos{f.current(t, "cut")}, pods()); err != nil {
 		t.Fatal(err)
@@ -63,7 +71,7 @@ func TestAgentOnRealNamespaces(t *testing.T) {
 	}
 
 	// A restarted agent (fresh cache) keeps an active partition...
-	f.a.NS = &LinuxNamespaces{Dir: netrules.DefaultDir}
+	f.a.NS = &LinuxNamespaces{Dir: dir}
 	sh(t, "ip", "-n", name, "route", "add", "blackhole", "10.99.0.1/32") // not ours: must survive
 	sh(t, "ip", "-n", name, "route", "add", "prohibit", "1.2.3.4/32", "proto", "147")
 	f.a.Reconcile(ctx, []*v1alpha1.NetworkChaos{f.current(t, "cut")}, pods())
