@@ -124,8 +124,28 @@ reuse_existing() {
 	return 1
 }
 
+# raise_inotify_limits: every node's kubelet, systemd and containerd take
+# inotify instances from the host's per-user pool (default 128); with a few
+# nodes (or two clusters) kubelet then fails with "too many open files"
+# (kind's known issue). Raise to kind's recommended values when lower.
+raise_inotify_limits() {
+	local key want cur
+	for kv in fs.inotify.max_user_instances=512 fs.inotify.max_user_watches=524288; do
+		key=${kv%=*} want=${kv#*=}
+		cur=$(sysctl -n "$key" 2>/dev/null || echo 0)
+		if [ "$cur" -lt "$want" ]; then
+			if [ "$(id -u)" = 0 ] && sysctl -qw "$kv"; then
+				log "raised $key from $cur to $want (kind nodes need it)"
+			else
+				log "WARNING: $key=$cur is below $want; nodes may fail with 'too many open files' (run: sysctl -w $kv)"
+			fi
+		fi
+	done
+}
+
 main() {
 	step "docker" ensure_docker
+	raise_inotify_limits
 	mkdir -p /lib/modules
 	ensure_kind_cli
 	local nodes; nodes=$(node_containers)
