@@ -228,8 +228,17 @@ main() {
 		rootfs_pid=$!
 	fi
 	ensure_kind
+	# The two Go lanes overlap too: each build has single-threaded phases
+	# (linking, module downloads) the other fills.
+	local comp_pid=""
+	if [ ! -d "$comp" ]; then
+		step "components from the Go module proxy" build_components "$comp" &
+		comp_pid=$!
+	fi
 	local bins; bins=$(step "Kubernetes binaries + etcd (scripts/k8s-bins.sh)" bash "$FENCECHECK_ROOT/scripts/k8s-bins.sh")
-	[ -d "$comp" ] || step "components from the Go module proxy" build_components "$comp"
+	if [ -n "$comp_pid" ]; then
+		wait "$comp_pid" || die "building the components failed (see above)"
+	fi
 	if [ -n "$rootfs_pid" ]; then
 		log "waiting for the root filesystems"
 		wait "$rootfs_pid" || die "building a root filesystem failed (see above)"
