@@ -30,11 +30,12 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 if [ "$COLD" = 1 ]; then
 	cold_cache=$(mktemp -d /tmp/fc-bench-cold.XXXX)
 	log "cold node-image build: FENCECHECK_CACHE=$cold_cache, empty GOCACHE, salted tag"
+	salt="bench-$(date +%s)"
 	t=$(now)
-	img=$(FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" FENCECHECK_NODEIMAGE_SALT="bench-$(date +%s)" \
+	img=$(FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" FENCECHECK_NODEIMAGE_SALT="$salt" \
 		bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
 	echo "RESULT cold_node_image_build_s $(secs "$t" "$(now)") ($img)"
-	docker rmi "$img" >/dev/null 2>&1 || true
+	docker rmi "$img" $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -- "-$salt\$") >/dev/null 2>&1 || true
 	rm -rf "$cold_cache"
 fi
 

@@ -207,7 +207,7 @@ main() {
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
 	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball build_node_image)")
-	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash"
+	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
 	ensure_docker
 	if docker image inspect "$image" >/dev/null 2>&1; then
 		log "node image $image is cached (input hash $hash): nothing to build"
