@@ -94,13 +94,25 @@ func (f *LogFollower) discover(ctx context.Context) {
 	defer close(f.done)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	lastRefresh := time.Now()
 	for {
 		pods, err := f.client.CoreV1().Pods(f.namespace).List(ctx, metav1.ListOptions{LabelSelector: f.selector})
+		// Follow streams can stall silently on a busy node: every few
+		// seconds, read each running pod's whole log afresh.
+		refresh := time.Since(lastRefresh) > 3*time.Second
+		if refresh {
+			lastRefresh = time.Now()
+		}
 		if err == nil {
 			for i := range pods.Items {
 				p := &pods.Items[i]
 				if !started(p) {
 					continue
+				}
+				if refresh && p.Status.Phase == corev1.PodRunning {
+					if err := f.Refresh(ctx, p.Name); err != nil && ctx.Err() == nil {
+						f.log("log refresh: %v", err)
+					}
 				}
 				f.mu.Lock()
 				fresh := !f.following[string(p.UID)]

@@ -671,6 +671,13 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	// Stop every writer first, so the sink's history and final state are
 	// read at rest and agree (the pods log their shutdown before exiting).
 	if s.logs != nil {
+		// Read every pod's whole log while the pods still exist (a stalled
+		// follow stream must not cost the evidence), then stop them.
+		if pods, err := s.runningPods(ctx); err == nil {
+			for _, p := range pods {
+				note(s.logs.Refresh(ctx, p))
+			}
+		}
 		note(s.stopReconcilers(ctx))
 		events, problems := s.logs.Stop(ctx)
 		s.Hist.Events = events
