@@ -150,17 +150,22 @@ func (f *LogFollower) follow(ctx context.Context, pod string) {
 		return
 	}
 	defer rc.Close()
+	// The stream starts at the log's first line, as a Refresh does: both
+	// lists are prefixes of the same log, and the longer one wins.
 	p := &LineParser{}
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
+		f.mu.Lock()
 		n := len(p.Events)
 		p.Line(sc.Text())
-		if len(p.Events) > n {
-			f.mu.Lock()
-			f.events[pod] = append(f.events[pod], p.Events[n:]...)
-			f.mu.Unlock()
+		if len(p.Events) > n && len(p.Events) > len(f.events[pod]) {
+			f.events[pod] = p.Events[:len(p.Events):len(p.Events)]
 		}
+		f.mu.Unlock()
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		f.addError(fmt.Sprintf("%s: the log stream broke: %v", pod, err))
 	}
 	for _, e := range p.Errors {
 		f.addError(pod + ": " + e)
