@@ -394,28 +394,35 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 // at the deadline computed from the object.
 func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// The kubelet delays a crashed container's restart 10s, doubling with
+	// every restart (reset after 10 min): pick the node whose agent
+	// restarted least, and make the cut outlast that delay.
 	var node, pod string
+	var agentPod corev1.Pod
+	least := int32(1 << 30)
 	for n, p := range e.probers {
-		if node == "" || strings.HasSuffix(p, "worker") {
-			node, pod = n, p
+		l, err := e.kube.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
+		if err != nil || len(l.Items) != 1 || len(l.Items[0].Status.ContainerStatuses) == 0 {
+			t.Fatalf("agent pod on %s: %v", n, err)
+		}
+		if r := l.Items[0].Status.ContainerStatuses[0].RestartCount; r < least {
+			least, node, pod, agentPod = r, n, p, l.Items[0]
 		}
 	}
-	// Long enough for the kubelet's restart back-off (10s, 20s, 40s... after
-	// earlier runs of this test).
-	const dur = 90 * time.Second
+	backoff := 10 * time.Second << min(least, 5)
+	dur := 40*time.Second + min(backoff, 5*time.Minute)
+	t.Logf("agent %s on %s has restarted %d times: partition of %s", agentPod.Name, node, least, dur)
+	ctx, cancel2 := context.WithTimeout(ctx, dur+2*time.Minute)
+	defer cancel2()
 	w, err := e.ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.ex.Delete(context.Background(), testNS, w.Name)
-	agents, err := e.kube.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil || len(agents.Items) != 1 {
-		t.Fatalf("agent pod on %s: %v %d", node, err, len(agents.Items))
-	}
 	restarts := func() int32 {
-		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agents.Items[0].Name, metav1.GetOptions{})
+		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
 		if err != nil || len(a.Status.ContainerStatuses) == 0 {
 			return -1
 		}
@@ -431,7 +438,7 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	}
 	t.Logf("agent on %s (pid %s) SIGKILLed", node, strings.TrimSpace(string(pid)))
 	waitFor(t, ctx, "the agent container restarted and Ready", func() (bool, string) {
-		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agents.Items[0].Name, metav1.GetOptions{})
+		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
 		if err != nil || len(a.Status.ContainerStatuses) == 0 {
 			return false, fmt.Sprint(err)
 		}
