@@ -36,6 +36,11 @@ build_one() {
 		--add "$OUT/bin/$n:/$n" --entrypoint "/$n"
 }
 
+roll_chaos_agent() {
+	node_kubectl -n fencecheck-system rollout restart ds/chaos-agent >/dev/null &&
+		node_kubectl -n fencecheck-system rollout status ds/chaos-agent --timeout=120s >&2
+}
+
 load_one() {
 	"$KIND" load image-archive "$OUT/$1.tar" --name "$KIND_CLUSTER_NAME" >&2
 }
@@ -50,6 +55,12 @@ main() {
 	ensure_kind_cli
 	[ -n "$(node_containers)" ] || die "kind cluster '$KIND_CLUSTER_NAME' does not exist: run 'make kind-up' first"
 	for n in "${NAMES[@]}"; do step "kind load fencecheck/$n:dev" load_one "$n"; done
+	# The tag stays :dev, so a running DaemonSet keeps its old binary: roll the
+	# chaos agent (the only long-lived workload; suites deploy the rest fresh).
+	if [[ " ${NAMES[*]} " == *" chaos-agent "* ]] &&
+		node_kubectl -n fencecheck-system get ds/chaos-agent >/dev/null 2>&1; then
+		step "roll out the reloaded chaos-agent" roll_chaos_agent
+	fi
 }
 
 # Loading touches the cluster: serialize with kind-up/kind-down.
