@@ -232,7 +232,13 @@ func Timeline(s *history.Scenario) string {
 			fill = "#f2f2f2"
 		}
 		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", svgLeft, y, svgPlot, laneH, fill)
-		g.text(svgLeft-8, y+22, "end", `font-weight="bold"`, p)
+		label := p
+		if len(label) > 20 { // keep the distinctive suffix of generated pod names
+			label = "…" + label[len(label)-18:]
+		}
+		g.f(`<g><title>%s</title>`, html.EscapeString(p))
+		g.text(svgLeft-8, y+22, "end", `font-weight="bold"`, label)
+		g.f("</g>\n")
 		g.text(svgLeft-8, y+38, "end", `fill="#777" font-size="10"`, "lease · belief")
 		g.text(svgLeft-8, y+53, "end", `fill="#777" font-size="10"`, "writes")
 	}
