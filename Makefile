@@ -30,7 +30,7 @@ cluster-test: kind-up images
 
 ## conformance: the main job (brings the cluster up itself).
 conformance:
-	bash scripts/conformance.sh
+	bash scripts/conformance.sh $(CONFORMANCE_ARGS)
 
 kind-up:
 	bash scripts/kind-up.sh

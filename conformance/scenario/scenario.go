@@ -52,12 +52,12 @@ type Timing struct {
 }
 
 // DefaultTiming is short enough for the suite to fit about 15 minutes on
-// two cores, with a partition of twice the TTL. The drain timeout is the
-// reconciler's own default: on a loaded node a bridge can hold a backlog of
-// dozens of writes when its leader steps down, and 2s was seen too short.
+// two cores, with a partition of twice the TTL. The drain timeout covers a
+// full bridge (128 writes) at about 100 ms a write: on a loaded node a
+// stepping-down leader's drain was seen to need more than 5s for 45 writes.
 func DefaultTiming() Timing {
 	return Timing{LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
-		DrainTimeout: 5 * time.Second, WriteInterval: 200 * time.Millisecond, AbortLimit: 500 * time.Millisecond,
+		DrainTimeout: 15 * time.Second, WriteInterval: 200 * time.Millisecond, AbortLimit: 500 * time.Millisecond,
 		Partition: 8 * time.Second}
 }
 
