@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${FENCECHECK_KUBE_BIN_DIR:=$(bash scripts/k8s-bins.sh)}"
-export FENCECHECK_KUBE_BIN_DIR FENCECHECK_K8S_BINS="$FENCECHECK_KUBE_BIN_DIR"
+export FENCECHECK_KUBE_BIN_DIR
 exec go test -tags integration -count=1 -timeout 20m ./conformance/...

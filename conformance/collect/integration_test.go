@@ -15,17 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
-	"github.com/fencecheck/fencecheck/conformance/internal/localapi"
+	"github.com/fencecheck/fencecheck/internal/kubetest"
 )
-
-func startLocalAPI(t *testing.T) *localapi.API {
-	a, err := localapi.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
-	return a
-}
 
 func holder(s string) *string { return &s }
 
@@ -34,7 +25,7 @@ func holder(s string) *string { return &s }
 // apiserver is down) records a 410 gap and relists; updates after the gap
 // are recorded again.
 func TestLeaseWatcherRealAPIServer(t *testing.T) {
-	a := startLocalAPI(t)
+	a := kubetest.Start(t, kubetest.Options{})
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(a.Config)
 	leases := cs.CoordinationV1().Leases("default")

@@ -31,11 +31,11 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/history"
-	"github.com/fencecheck/fencecheck/conformance/internal/localapi"
 	"github.com/fencecheck/fencecheck/conformance/report"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/internal/kubetest"
 )
 
 // cutProxy forwards TCP to the apiserver until cut: then it drops every
@@ -138,7 +138,7 @@ func (r *proc) events() []eventlog.Event {
 type harness struct {
 	t       *testing.T
 	dir     string
-	api     *localapi.API
+	api     *kubetest.Server
 	kube    kubernetes.Interface
 	bins    map[string]string
 	timing  scenario.Timing
@@ -154,11 +154,7 @@ func repoRoot() string {
 
 func setup(t *testing.T) *harness {
 	h := &harness{t: t, dir: t.TempDir(), bins: map[string]string{}, timing: scenario.DefaultTiming()}
-	api, err := localapi.Start(filepath.Join(h.dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(api.Stop)
+	api := kubetest.Start(t, kubetest.Options{})
 	h.api = api
 	h.kube = kubernetes.NewForConfigOrDie(api.Config)
 	for _, b := range []string{"sink", "reconciler"} {
@@ -217,7 +213,7 @@ func (h *harness) scenario(t *testing.T, d scenario.Def) *history.Scenario {
 		t.Fatal(err)
 	}
 	// The sink.
-	sinkPort, _ := localapi.FreePort()
+	sinkPort, _ := kubetest.FreePort()
 	sinkURL := fmt.Sprintf("http://127.0.0.1:%d", sinkPort)
 	sinkArgs := append([]string{"--addr", fmt.Sprintf("127.0.0.1:%d", sinkPort), "--data", filepath.Join(h.dir, ns+"-sink")}, d.SinkArgs...)
 	sink := exec.Command(h.bins["sink"], sinkArgs...)
@@ -414,7 +410,7 @@ func (h *harness) startReconciler(ns, pod, sinkURL string, args []string) (*proc
 	if err := h.api.Kubeconfig(kc, "https://"+proxy.addr()); err != nil {
 		return nil, err
 	}
-	port, _ := localapi.FreePort()
+	port, _ := kubetest.FreePort()
 	all := append([]string{"--kubeconfig", kc, "--lease-namespace", ns, "--sink-url", sinkURL, "--addr", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	cmd := exec.Command(h.bins["reconciler"], all...)
 	cmd.Env = append(os.Environ(), "POD_NAME="+pod, "POD_NAMESPACE="+ns)

@@ -1,7 +1,8 @@
 // Package kubetest starts a real kube-apiserver (with its etcd) as local
 // processes for integration tests: real optimistic concurrency, real RBAC,
 // no kubelet. Binaries come from $FENCECHECK_KUBE_BIN_DIR (scripts/k8s-bins.sh
-// prints it).
+// prints it), or else the newest complete build under
+// $FENCECHECK_CACHE/k8s-bins/*.
 package kubetest
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -29,6 +32,46 @@ import (
 // EnvBinDir names the directory holding etcd and kube-apiserver.
 const EnvBinDir = "FENCECHECK_KUBE_BIN_DIR"
 
+// BinDir is $FENCECHECK_KUBE_BIN_DIR or, when that is unset, the newest
+// complete scripts/k8s-bins.sh output under $FENCECHECK_CACHE/k8s-bins/*
+// ($FENCECHECK_CACHE defaults to ~/.cache/fencecheck, as in the scripts).
+func BinDir() (string, error) {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		return d, nil
+	}
+	cache := os.Getenv("FENCECHECK_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "fencecheck")
+	}
+	// .complete is written last by k8s-bins.sh: a build in progress is skipped.
+	marks, _ := filepath.Glob(filepath.Join(cache, "k8s-bins", "*", ".complete"))
+	var found []string
+	for _, m := range marks {
+		if isFile(filepath.Join(filepath.Dir(m), "kube-apiserver")) {
+			found = append(found, filepath.Join(filepath.Dir(m), "kube-apiserver"))
+		}
+	}
+	if len(found) == 0 {
+		return "", fmt.Errorf("%s is not set and %s/k8s-bins holds no complete build: run `export %s=$(bash scripts/k8s-bins.sh)` (builds or reuses etcd and kube-apiserver)", EnvBinDir, cache, EnvBinDir)
+	}
+	sort.Slice(found, func(i, j int) bool { return mtime(found[i]).After(mtime(found[j])) })
+	return filepath.Dir(found[0]), nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+func mtime(p string) time.Time {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
 // Options configure one apiserver.
 type Options struct {
 	// AuthorizationMode is passed to --authorization-mode; "" means AlwaysAllow.
@@ -37,7 +80,7 @@ type Options struct {
 	// ReadyTimeout bounds the wait for /readyz; 0 means 90s (a loaded
 	// 2-core machine can take a while).
 	ReadyTimeout time.Duration
-	// BinDir overrides $FENCECHECK_KUBE_BIN_DIR.
+	// BinDir overrides BinDir() ($FENCECHECK_KUBE_BIN_DIR or the cache).
 	BinDir string
 	// Log receives progress lines; nil means none.
 	Log func(format string, args ...any)
@@ -49,8 +92,16 @@ type Server struct {
 	Config *rest.Config
 	URL    string
 	Dir    string // temp dir with data, certs, keys and the two process logs
+	// Port is the apiserver's loopback port (it keeps it across restarts);
+	// EtcdURL is etcd's client URL.
+	Port    int
+	EtcdURL string
 
-	etcd, apiserver *exec.Cmd
+	bin             string
+	authz           string
+	readyTimeout    time.Duration
+	logf            func(format string, args ...any)
+	etcd, apiserver *proc
 	stopped         bool
 }
 
@@ -77,13 +128,12 @@ func StartE(opts Options) (s *Server, err error) {
 	}
 	bin := opts.BinDir
 	if bin == "" {
-		bin = os.Getenv(EnvBinDir)
-	}
-	if bin == "" {
-		return nil, fmt.Errorf("%s is not set: run `export %s=$(bash scripts/k8s-bins.sh)` (builds or reuses etcd and kube-apiserver)", EnvBinDir, EnvBinDir)
+		if bin, err = BinDir(); err != nil {
+			return nil, err
+		}
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
-		if fi, err := os.Stat(filepath.Join(bin, b)); err != nil || fi.IsDir() {
+		if !isFile(filepath.Join(bin, b)) {
 			return nil, fmt.Errorf("%s=%s has no %s binary: run `bash scripts/k8s-bins.sh`", EnvBinDir, bin, b)
 		}
 	}
@@ -91,7 +141,7 @@ func StartE(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{Dir: dir}
+	s = &Server{Dir: dir, bin: bin, logf: logf}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -104,6 +154,7 @@ func StartE(opts Options) (s *Server, err error) {
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	s.EtcdURL = etcdURL
 	s.etcd, err = startProc(filepath.Join(bin, "etcd"), filepath.Join(dir, "etcd.log"),
 		"--name=kubetest", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
@@ -112,7 +163,7 @@ func StartE(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("kubetest: etcd pid %d on %s", s.etcd.Process.Pid, etcdURL)
+	logf("kubetest: etcd pid %d on %s", s.etcd.cmd.Process.Pid, etcdURL)
 
 	if err := writeServiceAccountKey(dir); err != nil {
 		return nil, err
@@ -121,40 +172,106 @@ func StartE(opts Options) (s *Server, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+",kubetest-admin,kubetest-admin-uid,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
-	authz := opts.AuthorizationMode
-	if authz == "" {
-		authz = "AlwaysAllow"
+	s.authz = opts.AuthorizationMode
+	if s.authz == "" {
+		s.authz = "AlwaysAllow"
 	}
-	s.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	s.apiserver, err = startProc(filepath.Join(bin, "kube-apiserver"), filepath.Join(dir, "kube-apiserver.log"),
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2]),
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--service-account-key-file="+filepath.Join(dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
+	s.readyTimeout = opts.ReadyTimeout
+	if s.readyTimeout == 0 {
+		s.readyTimeout = 90 * time.Second
+	}
+	s.Port = ports[2]
+	s.URL = "https://127.0.0.1:" + strconv.Itoa(s.Port)
+	s.Config = &rest.Config{Host: s.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 200, Burst: 400}
+	if err := s.StartAPIServer(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartAPIServer starts kube-apiserver on the server's port (again, after
+// StopAPIServer; its log is appended to) and waits for /readyz.
+func (s *Server) StartAPIServer() error {
+	if s.apiserver != nil && !s.apiserver.exited() {
+		return errors.New("kube-apiserver is already running")
+	}
+	var err error
+	s.apiserver, err = startProc(filepath.Join(s.bin, "kube-apiserver"), filepath.Join(s.Dir, "kube-apiserver.log"),
+		"--etcd-servers="+s.EtcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(s.Port),
+		"--cert-dir="+filepath.Join(s.Dir, "certs"),
+		"--service-account-key-file="+filepath.Join(s.Dir, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(s.Dir, "sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
-		"--authorization-mode="+authz,
+		"--token-auth-file="+filepath.Join(s.Dir, "tokens.csv"),
+		"--authorization-mode="+s.authz,
 		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
 		"--v=1")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	logf("kubetest: kube-apiserver pid %d on %s (authorization %s)", s.apiserver.Process.Pid, s.URL, authz)
-
-	s.Config = &rest.Config{Host: s.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 200, Burst: 400}
-	timeout := opts.ReadyTimeout
-	if timeout == 0 {
-		timeout = 90 * time.Second
-	}
+	s.logf("kubetest: kube-apiserver pid %d on %s (authorization %s)", s.apiserver.cmd.Process.Pid, s.URL, s.authz)
 	start := time.Now()
-	if err := s.waitReady(timeout); err != nil {
-		return nil, err
+	if err := s.waitReady(s.readyTimeout); err != nil {
+		return err
 	}
-	logf("kubetest: apiserver ready after %v", time.Since(start).Round(time.Millisecond))
-	return s, nil
+	s.logf("kubetest: apiserver ready after %v", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver and waits for it to exit; etcd keeps
+// running.
+func (s *Server) StopAPIServer() {
+	s.apiserver.stop()
+}
+
+// Compact compacts etcd up to its current revision (with etcdctl from the
+// binary directory) and returns that revision.
+func (s *Server) Compact() (int64, error) {
+	etcdctl := filepath.Join(s.bin, "etcdctl")
+	out, err := exec.Command(etcdctl, "--endpoints", s.EtcdURL, "endpoint", "status", "-w", "json").Output()
+	if err != nil {
+		return 0, fmt.Errorf("etcdctl endpoint status: %w", err)
+	}
+	var st []struct {
+		Status struct {
+			Header struct {
+				Revision int64 `json:"revision"`
+			} `json:"header"`
+		} `json:"Status"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil || len(st) == 0 {
+		return 0, errors.Join(fmt.Errorf("etcdctl status %s", out), err)
+	}
+	rev := st[0].Status.Header.Revision
+	if b, err := exec.Command(etcdctl, "--endpoints", s.EtcdURL, "compact", strconv.FormatInt(rev, 10)).CombinedOutput(); err != nil {
+		return rev, fmt.Errorf("etcdctl compact %d: %w %s", rev, err, b)
+	}
+	return rev, nil
+}
+
+// Kubeconfig writes a kubeconfig (admin token, TLS unverified) for server;
+// "" means this apiserver. A different server is, say, a proxy in front of it.
+func (s *Server) Kubeconfig(path, server string) error {
+	if server == "" {
+		server = s.URL
+	}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: local
+  context: {cluster: local, user: admin, namespace: default}
+current-context: local
+`, server, s.Config.BearerToken)
+	return os.WriteFile(path, []byte(kc), 0o600)
 }
 
 // waitReady polls /readyz until 200, a process exits, or the deadline.
@@ -167,8 +284,8 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
-		for name, c := range map[string]*exec.Cmd{"etcd": s.etcd, "kube-apiserver": s.apiserver} {
-			if exited(c) {
+		for name, p := range map[string]*proc{"etcd": s.etcd, "kube-apiserver": s.apiserver} {
+			if p.exited() {
 				return fmt.Errorf("%s exited during start-up:\n%s", name, s.tail(name+".log"))
 			}
 		}
@@ -193,9 +310,8 @@ func (s *Server) Stop() {
 		return
 	}
 	s.stopped = true
-	for _, c := range []*exec.Cmd{s.apiserver, s.etcd} {
-		stopProc(c)
-	}
+	s.apiserver.stop()
+	s.etcd.stop()
 	if s.Dir != "" && os.Getenv("KUBETEST_KEEP") == "" {
 		_ = os.RemoveAll(s.Dir)
 	}
@@ -209,8 +325,15 @@ func (s *Server) tail(name string) string {
 	return string(b)
 }
 
-func startProc(path, logFile string, args ...string) (*exec.Cmd, error) {
-	f, err := os.Create(logFile)
+// proc is a started child process; done closes when it has been reaped.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startProc starts path with its output appended to logFile.
+func startProc(path, logFile string, args ...string) (*proc, error) {
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -222,24 +345,45 @@ func startProc(path, logFile string, args ...string) (*exec.Cmd, error) {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	go func() { _ = c.Wait(); f.Close() }()
-	return c, nil
+	p := &proc{cmd: c, done: make(chan struct{})}
+	go func() { _ = c.Wait(); f.Close(); close(p.done) }()
+	return p, nil
 }
 
-func exited(c *exec.Cmd) bool {
-	return c != nil && c.Process != nil && c.Process.Signal(syscall.Signal(0)) != nil
+func (p *proc) exited() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
-func stopProc(c *exec.Cmd) {
-	if c == nil || c.Process == nil {
+// stop sends SIGTERM, kills after 10s, and waits for the exit.
+func (p *proc) stop() {
+	if p == nil {
 		return
 	}
-	_ = c.Process.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !exited(c) {
-		time.Sleep(50 * time.Millisecond)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(10 * time.Second):
 	}
-	_ = c.Process.Kill()
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort() (int, error) {
+	ps, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
 }
 
 // freePorts reserves n distinct loopback ports (released before use: a
