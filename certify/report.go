@@ -1,13 +1,15 @@
 package certify
 
 import (
+	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/junit"
 )
 
 // Files written by WriteReports into the report directory.
@@ -39,51 +41,26 @@ func WriteReports(dir string, r Report) error {
 	return nil
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 // JUnit renders the report with one test suite per profile.
 func JUnit(r Report) ([]byte, error) {
-	var out junitSuites
+	var out junit.Suites
 	for _, p := range r.Profiles {
-		suite := junitSuite{Name: "certify/" + p}
+		suite := junit.Suite{Name: "certify/" + p}
 		var total time.Duration
 		for _, res := range r.Results {
 			if res.Profile != p {
 				continue
 			}
-			c := junitCase{Name: res.Name, ClassName: "certify." + p, Time: secs(res.Duration)}
+			c := junit.Case{Name: res.Name, ClassName: "certify." + p, Time: secs(res.Duration)}
 			if !res.Passed {
 				suite.Failures++
 				var body strings.Builder
 				for _, e := range res.Exchanges {
 					body.WriteString(e.String() + "\n")
 				}
-				c.Failure = &junitFailure{Message: res.Message, Body: body.String()}
+				c.Failure = &junit.Failure{Message: res.Message, Text: body.String()}
 			}
 			total += res.Duration
 			suite.Tests++
@@ -92,11 +69,11 @@ func JUnit(r Report) ([]byte, error) {
 		suite.Time = secs(total)
 		out.Suites = append(out.Suites, suite)
 	}
-	b, err := xml.MarshalIndent(out, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := junit.Write(&b, out); err != nil {
 		return nil, err
 	}
-	return append([]byte(xml.Header), append(b, '\n')...), nil
+	return b.Bytes(), nil
 }
 
 // Certificate renders the Markdown certificate: a verdict per profile,

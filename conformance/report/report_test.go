@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/internal/junit"
 )
 
 // demoRun is a correct scenario, a caught negative control and an
@@ -43,14 +44,14 @@ func TestWriteAndJUnit(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("junit.xml does not parse: %v", err)
 	}
 	if doc.Tests != len(rs) || doc.Failures != 1 {
 		t.Errorf("junit tests=%d failures=%d, want %d and 1 (the escaped control)", doc.Tests, doc.Failures, len(rs))
 	}
-	found := map[string]*junitCase{}
+	found := map[string]*junit.Case{}
 	for i := range doc.Suites {
 		for j := range doc.Suites[i].Cases {
 			c := &doc.Suites[i].Cases[j]
