@@ -89,7 +89,13 @@ ensure_docker() {
 		rm -f /var/run/docker.pid
 		log "starting dockerd (log: $DOCKER_LOG)"
 		DOCKERD_STARTED_AT=$(date +%s) # containers it brings back may carry stale state
-		setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null &
+		# dockerd outlives this script: it must not inherit the kind.lock fd
+		# (with_lock), or it would hold the lock for as long as it runs.
+		if [ -n "${_fc_lockfd:-}" ]; then
+			setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null {_fc_lockfd}>&- &
+		else
+			setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null &
+		fi
 	fi
 	wait_docker 90 || { tail -n 20 "$DOCKER_LOG" >&2; die "dockerd did not come up within 90s; see $DOCKER_LOG"; }
 	log "dockerd is up (default runtime: $(docker info --format '{{.DefaultRuntime}}'))"
