@@ -83,8 +83,12 @@ ensure_docker() {
 	configure_daemon_json || true
 	mkdir -p /lib/modules # kind bind-mounts it; this VM has no modules dir
 	if pgrep -x dockerd >/dev/null; then
-		log "dockerd is running but not answering; waiting for it"
-	else
+		# Starting or shutting down: wait for it to answer or to be gone.
+		log "dockerd is running but not answering; waiting for it to answer or exit"
+		local deadline=$(( $(date +%s) + 60 ))
+		while pgrep -x dockerd >/dev/null && ! docker info >/dev/null 2>&1 && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+	fi
+	if ! pgrep -x dockerd >/dev/null; then
 		mkdir -p "$(dirname "$DOCKER_LOG")"
 		rm -f /var/run/docker.pid
 		log "starting dockerd (log: $DOCKER_LOG)"
