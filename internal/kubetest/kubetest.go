@@ -228,9 +228,15 @@ func (s *Server) StopAPIServer() {
 }
 
 // Compact compacts etcd up to its current revision (with etcdctl from the
-// binary directory) and returns that revision.
+// binary directory) and returns that revision. It first writes a key outside
+// the apiserver's prefix, so the compacted range covers every
+// resourceVersion the apiserver ever handed out, bookmarks included: a watch
+// resumed from any of them must get 410 Gone.
 func (s *Server) Compact() (int64, error) {
 	etcdctl := filepath.Join(s.bin, "etcdctl")
+	if b, err := exec.Command(etcdctl, "--endpoints", s.EtcdURL, "put", "/fencecheck-compact-bump", time.Now().String()).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("etcdctl put: %w %s", err, b)
+	}
 	out, err := exec.Command(etcdctl, "--endpoints", s.EtcdURL, "endpoint", "status", "-w", "json").Output()
 	if err != nil {
 		return 0, fmt.Errorf("etcdctl endpoint status: %w", err)
