@@ -231,15 +231,8 @@ func runSchedule(args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: fencecheck partition-schedule [--seed N --ttl D --steps N] | --replay FILE\n\nPrints a seeded partition schedule as JSON (lengths are multiples of the TTL).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "schedule: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseArgs(fs, args, 0); !ok {
+		return code
 	}
 	var s schedule.Schedule
 	var err error

@@ -46,15 +46,8 @@ is not as expected; 3: the re-check differs from verdicts.json; 2: usage;
 4: DIR cannot be read.`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseArgs(fs, args, 1); !ok {
+		return code
 	}
 	dir := fs.Arg(0)
 	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
@@ -129,15 +122,8 @@ Re-checks DIR/history.json and rewrites verdicts.json, junit.xml,
 summary.md and index.html in DIR (history.json is not touched).`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseArgs(fs, args, 1); !ok {
+		return code
 	}
 	dir := fs.Arg(0)
 	run, err := history.Load(filepath.Join(dir, report.HistoryFile))

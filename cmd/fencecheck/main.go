@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -50,4 +52,22 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(c.run(os.Args[2:]))
+}
+
+// parseArgs parses a subcommand's flags and checks that exactly positional
+// arguments follow. When ok is false the subcommand returns code: 0 after
+// --help, 2 on bad usage (the reason has been printed).
+func parseArgs(fs *flag.FlagSet, args []string, positional int) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() != positional {
+		fmt.Fprintf(fs.Output(), "%s: want %d argument(s), got %q\n\n", fs.Name(), positional, fs.Args())
+		fs.Usage()
+		return 2, false
+	}
+	return 0, true
 }
