@@ -236,6 +236,34 @@ func TestWriteAfterAbort(t *testing.T) {
 	wantFail(t, s, BridgeAbort, "after its bridge aborted")
 }
 
+// A write already in flight when the abort began is answered after it; the
+// event's round trip places its sending before the abort, so it passes. The
+// same answer with a short round trip was sent after the abort: caught.
+func TestWriteInFlightAtAbort(t *testing.T) {
+	s := synth.Scenario("write-in-flight", synth.Defect{Shutdown: true})
+	evs := s.Events["pod-c"]
+	var ab eventlog.Event
+	for _, ev := range evs {
+		if ev.Kind == eventlog.KindBridgeAborted {
+			ab = ev
+		}
+	}
+	if ab.Kind == "" {
+		t.Fatal("synthetic shutdown has no bridge_aborted event")
+	}
+	abortAt := ab.Time.Add(-time.Duration(ab.DurationMs * float64(time.Millisecond)))
+	answered := abortAt.Add(time.Millisecond)
+	inFlight := eventlog.Event{Time: answered, Pod: "pod-c", Identity: ab.Identity, Kind: eventlog.KindWrite, Key: "row-1", Value: "in-flight",
+		Epoch: ab.Epoch, Result: contract.ResultOK, Status: 200, DurationMs: 5}
+	s.Events["pod-c"] = append(append([]eventlog.Event(nil), evs...), inFlight)
+	wantPass(t, s, BridgeAbort)
+
+	late := inFlight
+	late.DurationMs = 0.5
+	s.Events["pod-c"] = append(append([]eventlog.Event(nil), evs...), late)
+	wantFail(t, s, BridgeAbort, "after its bridge aborted")
+}
+
 func TestFailovers(t *testing.T) {
 	s := synth.Scenario("failover", synth.Defect{})
 	fs, problems := Failovers(s)

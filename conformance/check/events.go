@@ -136,11 +136,15 @@ func checkBridgeAbort(s *history.Scenario) Verdict {
 				e.addf("%s bridge of term %d aborted in %v (limit %v), dropped %d", pod, ab.Epoch, took, limit, ab.Count)
 			}
 			// The event is written once the bridge exited; the abort began
-			// DurationMs earlier. Nothing the sink answered may come after.
+			// DurationMs earlier. No write the sink answered may have been
+			// sent after that. A write event is logged when its answer came
+			// and carries the round trip in DurationMs, so a request already
+			// in flight at the abort is not counted as emitted after it.
 			abortAt := ab.Time.Add(-took)
 			for _, w := range evs {
-				if w.Kind == eventlog.KindWrite && w.Epoch == ab.Epoch && w.Status != 0 && w.Time.After(abortAt) {
-					e.failf("%s wrote %s=%q (term %d, %s) at %s, after its bridge aborted at %s", pod, w.Key, w.Value, w.Epoch, w.Result, ts(w.Time), ts(abortAt))
+				sentAt := w.Time.Add(-time.Duration(w.DurationMs * float64(time.Millisecond)))
+				if w.Kind == eventlog.KindWrite && w.Epoch == ab.Epoch && w.Status != 0 && sentAt.After(abortAt) {
+					e.failf("%s sent %s=%q (term %d, %s) at %s, after its bridge aborted at %s", pod, w.Key, w.Value, w.Epoch, w.Result, ts(sentAt), ts(abortAt))
 				}
 			}
 		}
