@@ -23,7 +23,7 @@ const (
 	KindAcquired      = "acquired"       // became leader with Epoch
 	KindLost          = "lost"           // stopped leading (Epoch it held)
 	KindFence         = "fence"          // POST /v1/fence sent; Result, Status
-	KindWrite         = "write"          // one write attempt; Key, Value, IdempotencyKey, Epoch, Result, Status
+	KindWrite         = "write"          // one write attempt, logged when answered; Key, Value, IdempotencyKey, Epoch, Result, Status, DurationMs (round trip)
 	KindBridgeSpawned = "bridge_spawned" // bridge started with snapshot Epoch, Capacity
 	KindBridgeDrained = "bridge_drained" // producer stopped, buffer drained; Count, DurationMs
 	KindBridgeAborted = "bridge_aborted" // parent cancelled; Count = dropped, DurationMs
