@@ -50,9 +50,8 @@ is not as expected; 3: the re-check differs from verdicts.json; 2: usage;
 		return code
 	}
 	dir := fs.Arg(0)
-	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
-	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+	run, ok := loadRun(stderr, "check", dir)
+	if !ok {
 		return exitBadReport
 	}
 	results := check.Evaluate(run)
@@ -126,9 +125,8 @@ summary.md and index.html in DIR (history.json is not touched).`)
 		return code
 	}
 	dir := fs.Arg(0)
-	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
-	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck report: %v\n", err)
+	run, ok := loadRun(stderr, "report", dir)
+	if !ok {
 		return exitBadReport
 	}
 	if *timing {
@@ -145,4 +143,14 @@ summary.md and index.html in DIR (history.json is not touched).`)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// loadRun reads DIR/history.json for subcommand cmd, saying why it cannot.
+func loadRun(stderr io.Writer, cmd, dir string) (*history.Run, bool) {
+	run, err := history.Load(filepath.Join(dir, report.HistoryFile))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck %s: %v\n", cmd, err)
+		return nil, false
+	}
+	return run, true
 }
