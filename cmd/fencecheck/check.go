@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/report"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
 )
 
 // Exit codes of check and report.
@@ -130,7 +131,7 @@ summary.md and index.html in DIR (history.json is not touched).`)
 		return exitBadReport
 	}
 	if *timing {
-		fmt.Fprint(stdout, report.TimingTable(report.Timings(run)))
+		fmt.Fprint(stdout, report.TimingTable(scenario.MeasureWaits(run)))
 		return exitOK
 	}
 	results := check.Evaluate(run)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,26 +28,16 @@ func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, se
 	return h.Attempts, nil
 }
 
-// SinkRecords reads the final record of every key the history mentions.
-func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, attempts []contract.Attempt) ([]contract.Record, error) {
-	keys := map[string]bool{}
-	for _, a := range attempts {
-		if a.Op == contract.OpPut && a.Key != "" {
-			keys[a.Key] = true
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
+// SinkRecords reads the final record of each key; a key only ever
+// rejected has no record and is left out.
+func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
 	out := []contract.Record{}
-	for _, k := range sorted {
+	for _, k := range keys {
 		b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathRecords+url.PathEscape(k), nil).DoRaw(ctx)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
 		if err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // a key only ever rejected has no record
-			}
 			return out, fmt.Errorf("sink record %q: %w", k, err)
 		}
 		var r contract.Record

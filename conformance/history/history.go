@@ -71,9 +71,12 @@ type Config struct {
 	AbortLimit Duration `json:"abort_limit"`
 	// FencingRequired: every commit must carry an epoch and follow its
 	// term's fence (true for every scenario of the v1 contract).
-	FencingRequired bool     `json:"fencing_required"`
-	ReconcilerArgs  []string `json:"reconciler_args,omitempty"`
-	SinkArgs        []string `json:"sink_args,omitempty"`
+	FencingRequired bool `json:"fencing_required"`
+	// IgnoreDemotion: the scenario's leader keeps writing after losing the
+	// Lease (the driver waits a TTL after the heal before judging it).
+	IgnoreDemotion bool     `json:"ignore_demotion,omitempty"`
+	ReconcilerArgs []string `json:"reconciler_args,omitempty"`
+	SinkArgs       []string `json:"sink_args,omitempty"`
 }
 
 // Phase is one timed step of a scenario (deploy, inject, heal, collect ...).
@@ -118,12 +121,19 @@ type Gap struct {
 
 // ChaosWindow is one injected fault: the pod cut off and when it healed.
 type ChaosWindow struct {
-	Kind      string    `json:"kind"` // partition, pod-delete, rolling-restart
+	Kind      string    `json:"kind"` // ChaosPartition, ChaosPodDelete, ChaosRollingRestart
 	Pod       string    `json:"pod"`
 	Node      string    `json:"node,omitempty"`
 	Injected  time.Time `json:"injected"`
 	Recovered time.Time `json:"recovered"`
 }
+
+// Chaos window kinds.
+const (
+	ChaosPartition      = "partition"       // cut off from the apiserver, then healed
+	ChaosPodDelete      = "pod-delete"      // the pod deleted (SIGTERM)
+	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
+)
 
 // Outcome is what a check must produce in a scenario.
 type Outcome string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
 )
 
 // Markdown renders summary.md.
@@ -25,7 +26,7 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 		fmt.Fprintf(&b, "Flags: `%s`\n", strings.Join(run.Meta.Flags, " "))
 	}
 	b.WriteString("\n")
-	if ts := Timings(run); len(ts) > 0 {
+	if ts := scenario.MeasureWaits(run); len(ts) > 0 {
 		b.WriteString("Wall time against the waits a scenario cannot avoid (partitions, a lease TTL per leader deletion or restart, schedule gaps, settling commits):\n\n")
 		b.WriteString(TimingTable(ts))
 		b.WriteString("\n")

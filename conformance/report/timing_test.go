@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 )
 
@@ -12,7 +13,7 @@ func TestTimings(t *testing.T) {
 	s := synth.Scenario("p", synth.Defect{})
 	// synthetic phases: deploy 1s, steady 4s, partition 9s, heal 6s; one 9s
 	// partition; write interval 500ms, so settle = 2.5s per leader.
-	ts := Timings(synth.Run("r", s))
+	ts := scenario.MeasureWaits(synth.Run("r", s))
 	if len(ts) != 1 {
 		t.Fatal(ts)
 	}

@@ -6,7 +6,6 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
@@ -31,10 +30,8 @@ type Def struct {
 	Name        string
 	Description string
 	Chaos       Chaos
-	// NegativeControl: a broken variant the suite must catch.
-	NegativeControl bool
-	ReconcilerArgs  []string
-	SinkArgs        []string
+	Reconciler  Reconciler
+	Sink        Sink
 	// WaitRejects: before collecting, wait until the sink rejected a stale write.
 	WaitRejects bool
 	// CutSinkToo: the partition also cuts the leader off from the sink, so
@@ -83,20 +80,19 @@ func (t Timing) Args() []string {
 		"--write-interval=" + t.WriteInterval.String()}
 }
 
-// Config is the history's record of how a scenario ran (a scenario's own
-// --write-interval overrides the timing's, as the last flag wins).
+// ReconcilerArgs are every flag the scenario's reconciler runs with: the
+// timing's, then the scenario's knobs (its write interval wins, last flag).
+func (t Timing) ReconcilerArgs(d Def) []string { return append(t.Args(), d.Reconciler.Args()...) }
+
+// Config is the history's record of how a scenario ran.
 func (t Timing) Config(d Def) history.Config {
-	for _, a := range d.ReconcilerArgs {
-		if v, ok := strings.CutPrefix(a, "--write-interval="); ok {
-			if w, err := time.ParseDuration(v); err == nil {
-				t.WriteInterval = w
-			}
-		}
+	if d.Reconciler.WriteInterval > 0 {
+		t.WriteInterval = d.Reconciler.WriteInterval
 	}
 	return history.Config{LeaseDuration: history.Duration(t.LeaseDuration), RenewDeadline: history.Duration(t.RenewDeadline),
 		RetryPeriod: history.Duration(t.RetryPeriod), DrainTimeout: history.Duration(t.DrainTimeout),
 		WriteInterval: history.Duration(t.WriteInterval), AbortLimit: history.Duration(t.AbortLimit), FencingRequired: true,
-		ReconcilerArgs: append(t.Args(), d.ReconcilerArgs...), SinkArgs: append([]string(nil), d.SinkArgs...)}
+		IgnoreDemotion: d.Reconciler.IgnoreDemotion, ReconcilerArgs: t.ReconcilerArgs(d), SinkArgs: d.Sink.Args()}
 }
 
 // safety is what every correct run must show.
@@ -137,11 +133,11 @@ func All() []Def {
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
 		{
-			Name:           "stale-leader-keeps-writing",
-			Description:    "the partitioned leader ignores its demotion and keeps writing: the sink rejects every stale write and commits none after the new leader's fence",
-			Chaos:          PartitionOnce,
-			ReconcilerArgs: []string{"--ignore-demotion"},
-			WaitRejects:    true,
+			Name:        "stale-leader-keeps-writing",
+			Description: "the partitioned leader ignores its demotion and keeps writing: the sink rejects every stale write and commits none after the new leader's fence",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{IgnoreDemotion: true},
+			WaitRejects: true,
 			Expect: expect(safety, map[string]history.Outcome{check.RejectStaleSeen: history.MustPass, check.FailoverLiveness: history.MustPass,
 				check.OldLeaderStepsDown: history.Any}),
 		},
@@ -151,7 +147,7 @@ func All() []Def {
 			Chaos:       ShutdownLeader,
 			// Under load: writes come faster than one sink round trip, so
 			// the bridge holds a backlog when the shutdown aborts it.
-			ReconcilerArgs: []string{"--write-interval=5ms"},
+			Reconciler: Reconciler{WriteInterval: 5 * time.Millisecond},
 			Expect: expect(safety, map[string]history.Outcome{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
 				check.OldLeaderStepsDown: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
@@ -162,20 +158,71 @@ func All() []Def {
 			Expect: expect(safety, map[string]history.Outcome{check.OldLeaderStepsDown: history.MustPass,
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
-		neg("neg-fencing-off", "--fencing=off with an unfenced sink: writes commit without an epoch", []string{"--fencing=off"}, []string{"--broken=unfenced"}, false, check.UnfencedWrites),
-		neg("neg-ignore-demotion-unfenced-sink", "--ignore-demotion with an unfenced sink: the stale leader's writes commit after the new term's fence", []string{"--ignore-demotion"}, []string{"--broken=unfenced"}, false, check.NoStaleCommit),
-		neg("neg-live-epoch", "--live-epoch --ignore-demotion: the stale leader stamps a term it never held", []string{"--live-epoch", "--ignore-demotion"}, nil, false, check.EpochHeldByWriter),
-		// A fast producer and an unreachable sink keep a backlog in the
-		// bridge, so dropping it shows.
-		withSinkCut(neg("neg-no-drain", "--no-drain: a bridge stopped by its producer drops what it buffered (the partition also cuts the sink, so a backlog builds)", []string{"--no-drain", "--write-interval=5ms"}, nil, false, check.BridgeDrain)),
-		neg("neg-term-on-renew", "--term-on-renew: the term moves on renew", []string{"--term-on-renew"}, nil, false, check.TermStep),
-		neg("neg-no-term-bump", "--no-term-bump: a takeover keeps the old term", []string{"--no-term-bump"}, nil, false, check.TermStep),
+		{
+			Name:        "neg-fencing-off",
+			Description: "negative control: --fencing=off with an unfenced sink: writes commit without an epoch",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{FencingOff: true}, Sink: Sink{Broken: UnfencedSink},
+			Expect: control(check.UnfencedWrites),
+		},
+		{
+			Name:        "neg-ignore-demotion-unfenced-sink",
+			Description: "negative control: --ignore-demotion with an unfenced sink: the stale leader's writes commit after the new term's fence",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: UnfencedSink},
+			Expect: control(check.NoStaleCommit),
+		},
+		{
+			Name:        "neg-live-epoch",
+			Description: "negative control: --live-epoch --ignore-demotion: the stale leader stamps a term it never held",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{LiveEpoch: true, IgnoreDemotion: true},
+			Expect:      control(check.EpochHeldByWriter),
+		},
+		{
+			Name:        "neg-no-drain",
+			Description: "negative control: --no-drain: a bridge stopped by its producer drops what it buffered (the partition also cuts the sink, so a backlog builds)",
+			Chaos:       PartitionOnce,
+			// A fast producer and an unreachable sink keep a backlog in the
+			// bridge, so dropping it shows.
+			Reconciler: Reconciler{NoDrain: true, WriteInterval: 5 * time.Millisecond},
+			CutSinkToo: true,
+			Expect:     control(check.BridgeDrain),
+		},
+		{
+			Name:        "neg-term-on-renew",
+			Description: "negative control: --term-on-renew: the term moves on renew",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{TermOnRenew: true},
+			Expect:      control(check.TermStep),
+		},
+		{
+			Name:        "neg-no-term-bump",
+			Description: "negative control: --no-term-bump: a takeover keeps the old term",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{NoTermBump: true},
+			Expect:      control(check.TermStep),
+		},
 	}
 }
 
-func neg(name, desc string, rargs, sargs []string, waitRejects bool, failOn ...string) Def {
-	return Def{Name: name, Description: "negative control: " + desc, Chaos: PartitionOnce, NegativeControl: true,
-		ReconcilerArgs: rargs, SinkArgs: sargs, WaitRejects: waitRejects, Expect: control(failOn...)}
+// NegativeControl reports whether the scenario is a broken variant the
+// suite must catch: some check must fail.
+func (d Def) NegativeControl() bool {
+	for _, o := range d.Expect {
+		if o == history.MustFail {
+			return true
+		}
+	}
+	return false
 }
 
-func withSinkCut(d Def) Def { d.CutSinkToo = true; return d }
+// ByName finds a scenario.
+func ByName(name string) (Def, bool) {
+	for _, d := range All() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}

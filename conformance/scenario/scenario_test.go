@@ -3,10 +3,11 @@ package scenario
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
-	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/fixtures/sink/broken"
 )
 
 func TestDefinitions(t *testing.T) {
@@ -16,27 +17,23 @@ func TestDefinitions(t *testing.T) {
 			t.Errorf("scenario name %q duplicate, empty or too long for a namespace", d.Name)
 		}
 		seen[d.Name] = true
-		fails := 0
-		for c, o := range d.Expect {
+		for c := range d.Expect {
 			if _, ok := check.ByName(c); !ok {
 				t.Errorf("%s expects unknown check %q", d.Name, c)
 			}
-			if o == history.MustFail {
-				fails++
-			}
 		}
-		if d.NegativeControl != (fails > 0) {
-			t.Errorf("%s: negative control %v but %d must-fail checks", d.Name, d.NegativeControl, fails)
+		if d.Chaos == "" {
+			t.Errorf("%s: no chaos", d.Name)
 		}
-		if d.NegativeControl != strings.HasPrefix(d.Name, "neg-") {
+		if d.NegativeControl() != strings.HasPrefix(d.Name, "neg-") {
 			t.Errorf("%s: negative controls are named neg-*", d.Name)
 		}
 	}
 	for _, want := range []string{"--fencing=off", "--ignore-demotion", "--live-epoch", "--no-drain", "--term-on-renew", "--no-term-bump"} {
 		found := false
 		for _, d := range All() {
-			for _, a := range d.ReconcilerArgs {
-				found = found || (a == want && d.NegativeControl)
+			for _, a := range d.Reconciler.Args() {
+				found = found || (a == want && d.NegativeControl())
 			}
 		}
 		if !found {
@@ -97,6 +94,42 @@ func TestConfigTakesScenarioWriteInterval(t *testing.T) {
 		}
 		if d.Name == "partition-heal" && c.WriteInterval.D() != DefaultTiming().WriteInterval {
 			t.Errorf("partition-heal write interval %v", c.WriteInterval.D())
+		}
+	}
+}
+
+// The typed knobs render as the flags the fixtures take, and only those.
+func TestKnobsRenderFlags(t *testing.T) {
+	if got := (Reconciler{}).Args(); len(got) != 0 {
+		t.Errorf("the correct reconciler takes no mode flags, got %v", got)
+	}
+	all := Reconciler{FencingOff: true, IgnoreDemotion: true, LiveEpoch: true, NoDrain: true, TermOnRenew: true, NoTermBump: true, WriteInterval: 5 * time.Millisecond}
+	want := "--fencing=off --ignore-demotion --live-epoch --no-drain --term-on-renew --no-term-bump --write-interval=5ms"
+	if got := strings.Join(all.Args(), " "); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (Sink{}).Args(); len(got) != 0 {
+		t.Errorf("the correct sink takes no flags, got %v", got)
+	}
+	if got := (Sink{Broken: UnfencedSink}).Args(); len(got) != 1 || got[0] != "--broken=unfenced" {
+		t.Errorf("got %v", got)
+	}
+	// The scenario's write interval comes after the timing's: the last flag wins.
+	d, _ := ByName("neg-no-drain")
+	args := DefaultTiming().ReconcilerArgs(d)
+	if args[len(args)-1] != "--write-interval=5ms" {
+		t.Errorf("args %v", args)
+	}
+}
+
+// The sink modes the scenarios name exist in the reference sink.
+func TestSinkModesExist(t *testing.T) {
+	for _, d := range All() {
+		if d.Sink.Broken == CorrectSink {
+			continue
+		}
+		if _, err := broken.Lookup(string(d.Sink.Broken)); err != nil {
+			t.Errorf("%s: %v", d.Name, err)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,15 +27,16 @@ import (
 
 	"github.com/fencecheck/fencecheck/chaos"
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/report"
-	"github.com/fencecheck/fencecheck/conformance/run"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/conformance/target/cluster"
 )
 
 var (
 	testenv env.Environment
-	runEnv  = &run.Env{}
+	drv     = &driver.Driver{}
 
 	seed            = flag.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the chaos schedule (recorded in the report)")
 	reportsDir      = flag.String("reports", "", "directory for this run's reports (default <repo>/reports/<run-id>)")
@@ -141,8 +141,9 @@ func TestMain(m *testing.M) {
 		if err := ex.Install(ctx); err != nil {
 			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
 		}
-		*runEnv = run.Env{Kube: kube, Res: res, Exec: ex, Timing: timing, Seed: *seed, RunID: *runID, Root: root,
-			DeployTimeout: *deployTimeout, ScenarioTimeout: *scenarioTimeout, Takeovers: *takeovers, Logf: logf}
+		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf})
+		*drv = driver.Driver{Target: target, Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID,
+			Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf}}
 		return ctx, nil
 	})
 	code := testenv.Run(m)
@@ -178,16 +179,16 @@ type sessionKey struct{}
 
 // state is one feature's session and how its setup went.
 type state struct {
-	s        *run.Session
+	s        *driver.Session
 	setupErr error
 }
 
 // feature turns a scenario definition into an e2e-framework feature:
 // setup deploys and records, one assessment applies the chaos, one judges
-// the history, teardown deletes the namespace.
+// the history, teardown keeps what was recorded and closes the namespace.
 func feature(d scenario.Def) features.Feature {
 	kind := "scenario"
-	if d.NegativeControl {
+	if d.NegativeControl() {
 		kind = "negative-control"
 	}
 	return features.New(d.Name).
@@ -195,7 +196,7 @@ func feature(d scenario.Def) features.Feature {
 		WithLabel("chaos", string(d.Chaos)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			// No t.Fatal here: at feature level it would skip the teardown.
-			s, err := runEnv.Start(ctx, d)
+			s, err := drv.Start(ctx, d)
 			if err != nil {
 				t.Errorf("%s: setup: %v", d.Name, err)
 			}
@@ -212,25 +213,12 @@ func feature(d scenario.Def) features.Feature {
 			return ctx
 		}).
 		Assess("checks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			s := ctx.Value(sessionKey{}).(*state).s
-			h, err := s.Finish(ctx)
-			mu.Lock()
-			recorded = append(recorded, h)
-			mu.Unlock()
+			h, err := ctx.Value(sessionKey{}).(*state).s.Finish(ctx)
+			keep(h)
 			if err != nil {
 				t.Errorf("%s: collecting the history: %v", d.Name, err)
 			}
-			for _, r := range s.Evaluate() {
-				line := fmt.Sprintf("%s/%s: expected %s, pass=%v: %s", r.Scenario, r.Check, r.Expected, r.Pass, strings.Join(r.Evidence, " | "))
-				switch {
-				case !r.OK && r.Expected == history.MustFail:
-					t.Errorf("NEGATIVE CONTROL ESCAPED %s", line)
-				case !r.OK:
-					t.Errorf("FAILED %s", line)
-				default:
-					t.Logf("ok %s", line)
-				}
-			}
+			driver.Assess(h, t.Errorf, t.Logf)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -238,35 +226,27 @@ func feature(d scenario.Def) features.Feature {
 			if st == nil || st.s == nil {
 				return ctx
 			}
-			s := st.s
-			if s.Hist != nil && !recordedHas(s.Hist) {
-				// Setup or chaos failed: keep what was recorded as evidence.
-				if h, err := s.Finish(context.WithoutCancel(ctx)); err == nil || h != nil {
-					mu.Lock()
-					recorded = append(recorded, h)
-					mu.Unlock()
-				}
-			}
-			if *keepNamespaces {
-				t.Logf("keeping namespace %s", s.NS)
-				return ctx
-			}
-			if err := s.Cleanup(context.WithoutCancel(ctx)); err != nil {
-				t.Errorf("delete namespace %s: %v", s.NS, err)
+			// Setup or chaos failed: keep what was recorded as evidence
+			// (Finish returns the same history when it already ran).
+			h, _ := st.s.Finish(context.WithoutCancel(ctx))
+			keep(h)
+			if err := st.s.Close(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("close %s: %v", st.s.NS, err)
 			}
 			return ctx
 		}).Feature()
 }
 
-func recordedHas(h *history.Scenario) bool {
+// keep records a scenario's history for the run's reports, once.
+func keep(h *history.Scenario) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, r := range recorded {
 		if r == h {
-			return true
+			return
 		}
 	}
-	return false
+	recorded = append(recorded, h)
 }
 
 func TestConformance(t *testing.T) {

@@ -84,7 +84,7 @@ func Scenario(name string, d Defect) *history.Scenario {
 	for m.now = T0.Add(step); !m.now.After(end); m.now = m.now.Add(step) {
 		if m.now.Equal(cutAt) {
 			a.cut = true
-			s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: "partition", Pod: a.name, Node: "fencecheck-worker", Injected: cutAt, Recovered: healAt})
+			s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: history.ChaosPartition, Pod: a.name, Node: "fencecheck-worker", Injected: cutAt, Recovered: healAt})
 		}
 		if m.now.Equal(healAt) {
 			a.cut = false

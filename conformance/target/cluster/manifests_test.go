@@ -1,4 +1,4 @@
-package run
+package cluster
 
 import (
 	"context"
@@ -9,13 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-
-	"github.com/fencecheck/fencecheck/conformance/scenario"
 )
 
 func repoRoot(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // The project's own manifests decode, land in the scenario namespace and
@@ -56,15 +54,5 @@ func TestManifestsTakeArgs(t *testing.T) {
 	}
 	if _, err := Manifests(context.Background(), root, "manifests/sink", "fc-x", "absent", nil); err == nil {
 		t.Error("a missing Deployment must be an error")
-	}
-}
-
-func TestNamespaceNames(t *testing.T) {
-	e := &Env{RunID: "20261130-040000"}
-	for _, d := range scenario.All() {
-		ns := e.Namespace(d)
-		if len(ns) > 63 || strings.ToLower(ns) != ns || strings.HasSuffix(ns, "-") {
-			t.Errorf("bad namespace %q", ns)
-		}
 	}
 }

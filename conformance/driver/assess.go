@@ -1,0 +1,33 @@
+package driver
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// Assess judges a collected scenario and says so, one line a result:
+// failf for a result that is not what the scenario expects, logf for the
+// rest, then the failover times. It returns the results.
+func Assess(h *history.Scenario, failf, logf func(format string, args ...any)) []check.Result {
+	rs := check.EvaluateScenario(h)
+	for _, r := range rs {
+		line := fmt.Sprintf("%s %s/%s (expected %s): %s", outcomeOf(r), r.Scenario, r.Check, r.Expected, strings.Join(r.Evidence, " | "))
+		if r.OK {
+			logf("%s", line)
+		} else {
+			failf("%s", line)
+		}
+	}
+	fs, _ := check.Failovers(h)
+	for _, f := range fs {
+		logf("failover %s of %s: term %d -> %d in %v (bound %v)", f.Kind, f.Pod, f.FromTerm, f.ToTerm, f.Failover.Round(time.Millisecond), f.Bound)
+	}
+	return rs
+}
+
+// TODO(merge): check.Result.Outcome.
+func outcomeOf(r check.Result) string { return fmt.Sprint(r.OK) }

@@ -1,0 +1,184 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/chaos/schedule"
+	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// Chaos runs the scenario's chaos and waits for its takeovers to settle.
+func (s *Session) Chaos(ctx context.Context) error {
+	switch s.def.Chaos {
+	case scenario.PartitionOnce:
+		return s.phase("partition", func() error { return s.partition(ctx, s.dr.Timing.Partition, schedule.Leader, 0) })
+	case scenario.ShutdownLeader:
+		return s.phase("shutdown-leader", func() error { return s.deleteLeader(ctx) })
+	case scenario.Repeated:
+		return s.repeated(ctx)
+	}
+	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
+}
+
+// record keeps a chaos window that took effect, even when the wait after
+// it failed.
+func (s *Session) record(w history.ChaosWindow) {
+	if !w.Injected.IsZero() {
+		s.Hist.Chaos = append(s.Hist.Chaos, w)
+	}
+}
+
+// partition cuts the current leader (or a follower) off from the
+// apiserver for length, waits for the heal and, for a leader, for the
+// takeover to settle.
+func (s *Session) partition(ctx context.Context, length time.Duration, role schedule.Role, followerIndex int) error {
+	h, ok := s.holder()
+	if !ok || h.Holder == "" {
+		return errors.New("no leader to partition")
+	}
+	leaderPod := collect.PodOfIdentity(h.Holder)
+	target := leaderPod
+	if role == schedule.Follower {
+		pods, err := s.dep.Pods(ctx)
+		if err != nil {
+			return err
+		}
+		var followers []string
+		for _, p := range pods {
+			if p != leaderPod {
+				followers = append(followers, p)
+			}
+		}
+		if len(followers) == 0 {
+			return errors.New("no follower to partition")
+		}
+		target = followers[followerIndex%len(followers)]
+	}
+	s.dr.log("%s: partitioning %s (%s) for %v", s.def.Name, target, role, length)
+	w, err := s.dep.Partition(ctx, target, length, s.def.CutSinkToo && role == schedule.Leader)
+	s.record(w)
+	if err != nil || role == schedule.Follower {
+		return err
+	}
+	return s.afterTakeover(ctx, h.Holder, leaderPod, w.Recovered)
+}
+
+// afterTakeover waits for a new holder that commits, and for the old
+// leader's own account of stepping down (or, for a leader that ignores
+// its demotion, for its writes a TTL after the heal).
+func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, healed time.Time) error {
+	newHolder, err := s.waitHolder(ctx, oldHolder)
+	if err != nil {
+		return err
+	}
+	s.dr.log("%s: takeover %s -> %s", s.def.Name, oldHolder, newHolder)
+	if err := s.waitCommits(ctx, healed, scenario.SettleCommits); err != nil {
+		return err
+	}
+	if s.def.WaitRejects {
+		if err := s.waitSink(ctx, "a REJECT_STALE_EPOCH at the sink", 1,
+			func(a contract.Attempt) bool { return a.Result == contract.ResultRejectStale }); err != nil {
+			return err
+		}
+	}
+	if s.def.Reconciler.IgnoreDemotion {
+		// The stale producer keeps writing: wait until it wrote one TTL
+		// after the heal, when its elector has surely read the Lease again
+		// (what a --live-epoch producer would stamp).
+		return s.waitEvent(ctx, oldPod, "writes a lease TTL after the heal", func(ev eventlog.Event) bool {
+			return ev.Kind == eventlog.KindWrite && ev.Time.After(healed.Add(s.dr.Timing.LeaseDuration)) && ev.Status != 0
+		})
+	}
+	return s.waitEvent(ctx, oldPod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
+		return ev.Kind == eventlog.KindBridgeJoined || ev.Kind == eventlog.KindStopped
+	})
+}
+
+// deleteLeader deletes the leader pod (SIGTERM while it writes) and waits
+// for its successor.
+func (s *Session) deleteLeader(ctx context.Context) error {
+	h, ok := s.holder()
+	if !ok || h.Holder == "" {
+		return errors.New("no leader to delete")
+	}
+	pod := collect.PodOfIdentity(h.Holder)
+	s.dr.log("%s: deleting leader pod %s", s.def.Name, pod)
+	w, err := s.dep.DeletePod(ctx, pod)
+	s.record(w)
+	if err != nil {
+		return err
+	}
+	if err := s.waitEvent(ctx, pod, "stopped", func(ev eventlog.Event) bool { return ev.Kind == eventlog.KindStopped }); err != nil {
+		return err
+	}
+	return s.afterTakeover(ctx, h.Holder, pod, w.Injected)
+}
+
+// rollingRestart replaces every reconciler and waits for a committing
+// leader among the new pods.
+func (s *Session) rollingRestart(ctx context.Context) error {
+	h, _ := s.holder()
+	s.dr.log("%s: rolling restart", s.def.Name)
+	w, err := s.dep.RollingRestart(ctx, collect.PodOfIdentity(h.Holder))
+	s.record(w)
+	if err != nil {
+		return err
+	}
+	if _, err := s.waitHolder(ctx, h.Holder); err != nil {
+		return err
+	}
+	return s.waitCommits(ctx, w.Recovered, scenario.SettleCommits)
+}
+
+// repeated runs the seeded schedule, then a leader delete and a rolling
+// restart.
+func (s *Session) repeated(ctx context.Context) error {
+	cfg := schedule.DefaultConfig(uint64(s.dr.Seed), s.dr.Timing.LeaseDuration)
+	cfg.Steps = max(s.dr.Takeovers, 1)
+	// Every cut at least twice the TTL, so a takeover surely happens
+	// before the heal (the successor may wait up to TTL + 2.2x retry).
+	cfg.MinMultiple = max(cfg.MinMultiple, 2)
+	cfg.MaxMultiple = max(cfg.MaxMultiple, cfg.MinMultiple)
+	sch, err := schedule.Generate(cfg)
+	if err != nil {
+		return err
+	}
+	for _, st := range sch.Steps {
+		if st.Gap > 0 {
+			// The schedule's quiet time between bursts: chaos timing, not
+			// synchronisation (a phase of its own for the waits model).
+			if err := s.phase(fmt.Sprintf("%s%d", scenario.PhaseGap, st.Index), func() error { return Hold(ctx, st.Gap) }); err != nil {
+				return err
+			}
+		}
+		if err := s.phase(fmt.Sprintf("partition-%d-%s", st.Index, st.Role), func() error {
+			return s.partition(ctx, st.Length, st.Role, st.FollowerIndex)
+		}); err != nil {
+			return err
+		}
+	}
+	if err := s.phase("delete-leader", func() error { return s.deleteLeader(ctx) }); err != nil {
+		return err
+	}
+	return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
+}
+
+// Hold lets d pass: the length of a fault or of a schedule's gap, which is
+// what a scenario is made of, never a wait for something to happen.
+func Hold(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,139 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// Names the fixtures and the driver agree on.
+const (
+	LeaseName      = "fencecheck-reconciler"
+	TermAnnotation = "camel.io/leader-term"
+	// Replicas is how many reconcilers race for the Lease.
+	Replicas = 3
+)
+
+// Config is what every scenario of a run shares.
+type Config struct {
+	Timing scenario.Timing
+	Seed   int64 // of the repeated scenario's chaos schedule
+	RunID  string
+	// Takeovers is how many partitions the repeated scenario runs.
+	Takeovers int
+	// WaitTimeout bounds any one wait inside a scenario.
+	WaitTimeout time.Duration
+	Logf        func(format string, args ...any)
+}
+
+// Driver runs scenarios on one target.
+type Driver struct {
+	Target Target
+	Config
+}
+
+// Session is one scenario in progress.
+type Session struct {
+	dr    *Driver
+	def   scenario.Def
+	NS    string
+	Hist  *history.Scenario
+	dep   Deployment
+	lease *collect.LeaseWatcher
+	// finished: Finish ran (the suite's teardown may call it again).
+	finished bool
+}
+
+func (dr *Driver) log(format string, a ...any) {
+	if dr.Logf != nil {
+		dr.Logf(format, a...)
+	}
+}
+
+// Namespace is a scenario's namespace: its name and the run id's tail,
+// within the 63 characters a namespace may have.
+func (dr *Driver) Namespace(d scenario.Def) string {
+	id := strings.ToLower(dr.RunID)
+	if len(id) > 12 {
+		id = id[len(id)-12:]
+	}
+	ns := "fc-" + d.Name + "-" + id
+	if len(ns) > 63 {
+		ns = ns[:63]
+	}
+	return strings.Trim(ns, "-")
+}
+
+// Run runs a whole scenario and always returns what it recorded, with
+// the first error that stopped it.
+func (dr *Driver) Run(ctx context.Context, d scenario.Def) (*history.Scenario, error) {
+	s, err := dr.Start(ctx, d)
+	if err == nil {
+		err = s.Chaos(ctx)
+	}
+	h, ferr := s.Finish(context.WithoutCancel(ctx))
+	if cerr := s.Close(context.WithoutCancel(ctx)); cerr != nil {
+		dr.log("%s: close: %v", d.Name, cerr)
+	}
+	if err != nil {
+		return h, err
+	}
+	return h, ferr
+}
+
+// Start opens the scenario's namespace, starts the Lease watch, deploys
+// and waits for a leader that commits. The session it returns is never
+// nil, so that what was recorded can still be collected.
+func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
+	s := &Session{dr: dr, def: d, NS: dr.Namespace(d)}
+	s.Hist = &history.Scenario{Name: d.Name, Description: d.Description, Namespace: s.NS, Config: dr.Timing.Config(d),
+		Expect: d.Expect, Events: map[string][]eventlog.Event{}}
+	var err error
+	if s.dep, err = dr.Target.Open(ctx, s.NS); err != nil {
+		return s, fmt.Errorf("%s target: %w", dr.Target.Name(), err)
+	}
+	// The watch starts before the deploy, so it covers every phase.
+	if s.lease, err = collect.WatchLease(ctx, dr.Target.Kube(), s.NS, LeaseName, TermAnnotation, dr.Logf); err != nil {
+		return s, err
+	}
+	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args()}
+	if err := s.phase(scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) }); err != nil {
+		return s, err
+	}
+	return s, s.phase(scenario.PhaseSteady, func() error {
+		holder, err := s.waitHolder(ctx, "")
+		if err != nil {
+			return err
+		}
+		dr.log("%s: leader %s", d.Name, holder)
+		return s.waitCommits(ctx, time.Time{}, scenario.SettleCommits)
+	})
+}
+
+// phase times fn as a named phase of the scenario.
+func (s *Session) phase(name string, fn func() error) error {
+	start := time.Now()
+	s.dr.log("%s: phase %s ...", s.def.Name, name)
+	err := fn()
+	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: name, Start: start, End: time.Now()})
+	if err != nil {
+		s.dr.log("%s: phase %s FAILED after %v: %v", s.def.Name, name, time.Since(start).Round(time.Millisecond), err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	s.dr.log("%s: phase %s done in %v", s.def.Name, name, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// Close releases the scenario's namespace and processes.
+func (s *Session) Close(ctx context.Context) error {
+	if s.dep == nil {
+		return nil
+	}
+	return s.dep.Close(ctx)
+}

@@ -1,0 +1,56 @@
+package scenario
+
+import "time"
+
+// Reconciler is how the fixture reconciler runs in a scenario: the zero
+// value is the correct fixture, each field one of its broken modes.
+type Reconciler struct {
+	FencingOff     bool // --fencing=off: no epoch header, no fence call
+	IgnoreDemotion bool // --ignore-demotion: keeps writing after losing the Lease
+	LiveEpoch      bool // --live-epoch: stamps the live term, not the bridge's snapshot
+	NoDrain        bool // --no-drain: drops the bridge's buffer on producer stop
+	TermOnRenew    bool // --term-on-renew: the term moves on renew
+	NoTermBump     bool // --no-term-bump: a takeover keeps the old term
+	// WriteInterval overrides the timing's write interval when set.
+	WriteInterval time.Duration
+}
+
+// Args renders the knobs as the reconciler's flags.
+func (r Reconciler) Args() []string {
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{{r.FencingOff, "--fencing=off"}, {r.IgnoreDemotion, "--ignore-demotion"}, {r.LiveEpoch, "--live-epoch"},
+		{r.NoDrain, "--no-drain"}, {r.TermOnRenew, "--term-on-renew"}, {r.NoTermBump, "--no-term-bump"}} {
+		if f.on {
+			out = append(out, f.flag)
+		}
+	}
+	if r.WriteInterval > 0 {
+		out = append(out, "--write-interval="+r.WriteInterval.String())
+	}
+	return out
+}
+
+// SinkMode names one of the reference sink's negative-control variants
+// (fixtures/sink/broken); "" is the correct sink.
+type SinkMode string
+
+const (
+	CorrectSink  SinkMode = ""
+	UnfencedSink SinkMode = "unfenced"
+)
+
+// Sink is how the reference sink runs in a scenario.
+type Sink struct {
+	Broken SinkMode
+}
+
+// Args renders the knobs as the sink's flags.
+func (s Sink) Args() []string {
+	if s.Broken == CorrectSink {
+		return nil
+	}
+	return []string{"--broken=" + string(s.Broken)}
+}

@@ -1,0 +1,84 @@
+package scenario
+
+import (
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// SettleCommits is how many commits of a leader the driver waits for to
+// call it live.
+const SettleCommits = 5
+
+// Waits compares a scenario's wall time with the waits it cannot avoid:
+// the partitions themselves, a lease TTL after each leader pod deletion or
+// restart, a TTL after the heal for a leader that ignores its demotion,
+// the chaos schedule's gaps, and SettleCommits write intervals to see each
+// leader commit.
+type Waits struct {
+	Scenario    string        `json:"scenario"`
+	Wall        time.Duration `json:"wall_ns"`        // first phase start to last phase end
+	Setup       time.Duration `json:"setup_ns"`       // deploy + collect (cluster work, not waiting)
+	Active      time.Duration `json:"active_ns"`      // Wall - Setup
+	Unavoidable time.Duration `json:"unavoidable_ns"` // the model above
+	Ratio       float64       `json:"ratio"`          // Active / Unavoidable (goal <= 1.2)
+}
+
+// MeasureWaits computes the comparison for every scenario with phases.
+func MeasureWaits(r *history.Run) []Waits {
+	var out []Waits
+	for _, s := range r.Scenarios {
+		if len(s.Phases) == 0 {
+			continue
+		}
+		t := Waits{Scenario: s.Name}
+		first, last := s.Phases[0].Start, s.Phases[0].End
+		for _, p := range s.Phases {
+			if p.Start.Before(first) {
+				first = p.Start
+			}
+			if p.End.After(last) {
+				last = p.End
+			}
+			d := p.End.Sub(p.Start)
+			switch {
+			case p.Name == PhaseDeploy || p.Name == PhaseCollect:
+				t.Setup += d
+			case strings.HasPrefix(p.Name, PhaseGap):
+				t.Unavoidable += d
+			}
+		}
+		t.Wall = last.Sub(first)
+		t.Active = t.Wall - t.Setup
+		settle := time.Duration(SettleCommits) * s.Config.WriteInterval.D()
+		t.Unavoidable += settle // the first leader's commits
+		for _, w := range s.Chaos {
+			switch w.Kind {
+			case history.ChaosPartition:
+				t.Unavoidable += w.Recovered.Sub(w.Injected)
+			default: // pod-delete, rolling-restart: the successor waits out the lease
+				t.Unavoidable += s.Config.LeaseDuration.D()
+			}
+			t.Unavoidable += settle
+		}
+		if s.Config.IgnoreDemotion {
+			// The driver waits one TTL after the heal so the stale leader
+			// has read the Lease again before it is judged.
+			t.Unavoidable += s.Config.LeaseDuration.D()
+		}
+		if t.Unavoidable > 0 {
+			t.Ratio = float64(t.Active) / float64(t.Unavoidable)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Phase names the driver records and the model reads.
+const (
+	PhaseDeploy  = "deploy"
+	PhaseSteady  = "steady"
+	PhaseCollect = "collect"
+	PhaseGap     = "gap-" // a seeded schedule's quiet time, gap-<step>
+)

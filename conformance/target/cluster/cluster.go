@@ -1,0 +1,117 @@
+// Package cluster is the driver's Kubernetes target: each scenario in its
+// own namespace, the sink and the reconciler deployed from manifests/ with
+// the scenario's flags appended, event logs followed through the
+// apiserver, the sink read through its service proxy, and partitions
+// applied as NetworkChaos objects by a chaos executor.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
+
+	"github.com/fencecheck/fencecheck/chaos"
+	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/driver"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// Names the manifests and this target agree on.
+const (
+	ReconcilerSelector   = "app=fencecheck-reconciler"
+	ReconcilerDeployment = "reconciler"
+	SinkDeployment       = "sink"
+	SinkSelector         = "app=fencecheck-sink"
+	SinkService          = "sink"
+	SinkPort             = "8080"
+	StatusPort           = "8081"
+)
+
+// Options configure the target.
+type Options struct {
+	Kube kubernetes.Interface
+	Res  *resources.Resources
+	Exec chaos.Executor
+	// Root is the repository root: manifests/ lives there.
+	Root string
+	// DeployTimeout bounds how long a Deployment may take to be ready.
+	DeployTimeout time.Duration
+	// Keep leaves each scenario's namespace for inspection.
+	Keep bool
+	Logf func(format string, args ...any)
+}
+
+// Target runs scenarios on a cluster.
+type Target struct{ opt Options }
+
+// New returns the cluster target.
+func New(opt Options) *Target { return &Target{opt: opt} }
+
+func (t *Target) Name() string               { return "cluster" }
+func (t *Target) Kube() kubernetes.Interface { return t.opt.Kube }
+
+func (t *Target) log(format string, a ...any) {
+	if t.opt.Logf != nil {
+		t.opt.Logf(format, a...)
+	}
+}
+
+// Open creates the namespace, labelled as ours so the chaos agent acts in
+// it, and starts following the reconciler pods' logs.
+func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error) {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}}}
+	if _, err := t.opt.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	d := &deployment{t: t, ns: ns}
+	d.logs = collect.FollowLogs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
+	return d, nil
+}
+
+// deployment is one scenario's namespace.
+type deployment struct {
+	t    *Target
+	ns   string
+	logs *collect.LogFollower
+}
+
+func (d *deployment) Events() driver.EventLog { return d.logs }
+func (d *deployment) Sink() driver.Sink       { return sink{d} }
+
+// Close deletes the namespace, unless the target keeps them.
+func (d *deployment) Close(ctx context.Context) error {
+	if d.t.opt.Keep {
+		d.t.log("keeping namespace %s", d.ns)
+		return nil
+	}
+	err := d.t.opt.Kube.CoreV1().Namespaces().Delete(ctx, d.ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// stopped reports whether pod logged that it stopped, reading its log
+// afresh when the followed events do not say so yet.
+func (d *deployment) stopped(ctx context.Context, pod string) (bool, error) {
+	has := func() bool {
+		for _, ev := range d.logs.Snapshot()[pod] {
+			if ev.Kind == eventlog.KindStopped {
+				return true
+			}
+		}
+		return false
+	}
+	if has() {
+		return true, nil
+	}
+	// The follow stream may have stalled: read the log afresh.
+	err := d.logs.Refresh(ctx, pod)
+	return has(), err
+}

@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/e2e-framework/klient/decoder"
+	"sigs.k8s.io/e2e-framework/klient/k8s"
+
+	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/driver"
+)
+
+// Manifests decodes dir/*.yaml (relative to root) for namespace ns,
+// appending args to the first container of the Deployment named
+// deployment. Namespace objects are dropped: each scenario brings its own.
+func Manifests(ctx context.Context, root, dir, ns, deployment string, args []string) ([]k8s.Object, error) {
+	fsys := os.DirFS(filepath.Join(root, dir))
+	if m, _ := fs.Glob(fsys, "*.yaml"); len(m) == 0 {
+		return nil, fmt.Errorf("%s has no *.yaml manifests (they belong to the component's engineer; the suite cannot deploy without them)", dir)
+	}
+	found := false
+	mutate := decoder.MutateOption(func(obj k8s.Object) error {
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			if o.Name == deployment && len(o.Spec.Template.Spec.Containers) > 0 {
+				c := &o.Spec.Template.Spec.Containers[0]
+				c.Args = append(c.Args, args...)
+				found = true
+			}
+		case *rbacv1.RoleBinding:
+			for i := range o.Subjects {
+				if o.Subjects[i].Kind == rbacv1.ServiceAccountKind {
+					o.Subjects[i].Namespace = ns
+				}
+			}
+		}
+		return nil
+	})
+	var objs []k8s.Object
+	keep := func(_ context.Context, obj k8s.Object) error {
+		if _, ok := obj.(*corev1.Namespace); !ok {
+			objs = append(objs, obj)
+		}
+		return nil
+	}
+	if err := decoder.DecodeEachFile(ctx, fsys, "*.yaml", keep, decoder.MutateNamespace(ns), mutate); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("%s has no Deployment %q to run", dir, deployment)
+	}
+	return objs, nil
+}
+
+// Deploy creates the sink, waits for it, then the reconcilers.
+func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
+	if err := d.create(ctx, "manifests/sink", SinkDeployment, spec.SinkArgs, 0); err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx, SinkDeployment); err != nil {
+		return err
+	}
+	if err := d.create(ctx, "manifests/reconciler", ReconcilerDeployment, spec.ReconcilerArgs, spec.Replicas); err != nil {
+		return err
+	}
+	return d.waitReady(ctx, ReconcilerDeployment)
+}
+
+// create creates the objects of dir in the scenario's namespace, with
+// replicas of the Deployment (0: as the manifest says).
+func (d *deployment) create(ctx context.Context, dir, deployment string, args []string, replicas int) error {
+	objs, err := Manifests(ctx, d.t.opt.Root, dir, d.ns, deployment, args)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if dep, ok := obj.(*appsv1.Deployment); ok && dep.Name == deployment && replicas > 0 {
+			n := int32(replicas)
+			dep.Spec.Replicas = &n
+		}
+		if err := d.t.opt.Res.Create(ctx, obj); err != nil {
+			return fmt.Errorf("%s: create %T %s: %w", dir, obj, obj.GetName(), err)
+		}
+	}
+	d.t.log("%s: deployed %s (%d objects) with %s", d.ns, dir, len(objs), strings.Join(args, " "))
+	return nil
+}
+
+// scaleToZero stops the reconciler's pods (SIGTERM).
+func (d *deployment) scaleToZero(ctx context.Context) error {
+	patch := []byte(`{"spec":{"replicas":0}}`)
+	_, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, ReconcilerDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("scale the reconciler to 0: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits until every replica of a Deployment is updated and
+// ready; on timeout it says why the pods are not.
+func (d *deployment) waitReady(ctx context.Context, name string) error {
+	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "deployment "+d.ns+"/"+name+" ready", func(ctx context.Context) (bool, error) {
+		dep, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		want := dep.Spec.Replicas
+		return want != nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == *want &&
+			dep.Status.ReadyReplicas == *want && dep.Status.Replicas == *want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, d.podProblems(name))
+	}
+	return nil
+}
+
+// podProblems describes why pods are not ready (image not loaded, crash).
+func (d *deployment) podProblems(deployment string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "cannot list pods: " + err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			switch {
+			case cs.State.Waiting != nil:
+				hint := ""
+				if strings.Contains(cs.State.Waiting.Reason, "Image") {
+					hint = " (load the images: flock $FENCECHECK_CACHE/kind.lock bash scripts/images.sh reconciler sink chaos-agent)"
+				}
+				out = append(out, fmt.Sprintf("%s: %s %s%s", p.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message, hint))
+			case cs.State.Terminated != nil:
+				out = append(out, fmt.Sprintf("%s: terminated %s exit %d", p.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode))
+			case !cs.Ready:
+				out = append(out, p.Name+": running, not ready")
+			}
+		}
+		if len(p.Status.ContainerStatuses) == 0 {
+			out = append(out, fmt.Sprintf("%s: %s", p.Name, p.Status.Phase))
+		}
+	}
+	if len(out) == 0 {
+		return "no pod problems seen for " + deployment
+	}
+	return strings.Join(out, "; ")
+}
+
+// Pods are the running reconciler pods that are not being deleted.
+func (d *deployment) Pods(ctx context.Context) ([]string, error) {
+	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (d *deployment) nodeOf(ctx context.Context, pod string) string {
+	p, err := d.t.opt.Kube.CoreV1().Pods(d.ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return p.Spec.NodeName
+}
+
+// Status reads the reconciler's /status through the pod proxy.
+func (d *deployment) Status(ctx context.Context, pod string) (json.RawMessage, error) {
+	return collect.PodJSON(ctx, d.t.opt.Kube, d.ns, pod, StatusPort, "/status")
+}
+
+// StopReconcilers scales the reconciler to zero and waits until every pod
+// is gone or has logged that it stopped (a pod can linger in Terminating
+// well after its process exited).
+func (d *deployment) StopReconcilers(ctx context.Context) error {
+	if err := d.scaleToZero(ctx); err != nil {
+		return err
+	}
+	return driver.Poll(ctx, d.t.opt.DeployTimeout, "reconciler pods stopped", func(ctx context.Context) (bool, error) {
+		pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if ok, err := d.stopped(ctx, p.Name); !ok {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,270 @@
+// Package local is the driver's target without a cluster: the real sink
+// and reconciler binaries as local processes against a local etcd +
+// kube-apiserver. Each reconciler reaches the apiserver and the sink
+// through TCP proxies of its own, which a partition cuts; a pod deletion
+// is a SIGTERM followed by a replacement process, as a ReplicaSet would
+// start one.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fencecheck/fencecheck/conformance/driver"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/eventlog"
+)
+
+// Options configure the target.
+type Options struct {
+	Kube kubernetes.Interface
+	// APIServer is the local apiserver's host:port.
+	APIServer string
+	// Kubeconfig writes a kubeconfig for the apiserver reached at server
+	// (an https URL): each reconciler gets one pointing at its proxy.
+	Kubeconfig func(path, server string) error
+	// SinkBin and ReconcilerBin are the built binaries.
+	SinkBin, ReconcilerBin string
+	// Dir holds each scenario's data, kubeconfigs and stderr logs.
+	Dir string
+	// StartTimeout bounds a process's start and stop.
+	StartTimeout time.Duration
+	Logf         func(format string, args ...any)
+}
+
+// Target runs scenarios as local processes.
+type Target struct{ opt Options }
+
+// New returns the local target.
+func New(opt Options) *Target {
+	if opt.StartTimeout == 0 {
+		opt.StartTimeout = 30 * time.Second
+	}
+	return &Target{opt: opt}
+}
+
+func (t *Target) Name() string               { return "local" }
+func (t *Target) Kube() kubernetes.Interface { return t.opt.Kube }
+
+var _ driver.Deployment = (*deployment)(nil)
+
+// Open creates the namespace (the Lease lives there) and a directory.
+func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error) {
+	if _, err := t.opt.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	dir := filepath.Join(t.opt.Dir, ns)
+	if err := os.MkdirAll(filepath.Join(dir, "sink-data"), 0o755); err != nil {
+		return nil, err
+	}
+	return &deployment{t: t, ns: ns, dir: dir}, nil
+}
+
+// deployment is one scenario's processes.
+type deployment struct {
+	t        *Target
+	ns, dir  string
+	spec     driver.Spec
+	sinkAddr string
+	sinkCmd  *exec.Cmd
+	client   *contract.Client
+
+	mu    sync.Mutex
+	procs []*proc // every reconciler started, exited ones too
+	next  int     // the next pod's number
+}
+
+// Deploy starts the sink, waits until it answers, then the reconcilers.
+func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
+	d.spec = spec
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	d.sinkAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	d.client = &contract.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	args := append([]string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data")}, spec.SinkArgs...)
+	d.sinkCmd = exec.Command(d.t.opt.SinkBin, args...)
+	logf, err := os.Create(filepath.Join(d.dir, "sink.log"))
+	if err != nil {
+		return err
+	}
+	d.sinkCmd.Stdout, d.sinkCmd.Stderr = logf, logf
+	if err := d.sinkCmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start the sink: %w", err)
+	}
+	go func() { _ = d.sinkCmd.Wait(); logf.Close() }()
+	if err := driver.Poll(ctx, d.t.opt.StartTimeout, "the sink answering", func(ctx context.Context) (bool, error) {
+		_, _, err := d.client.Floor(ctx)
+		return err == nil, err
+	}); err != nil {
+		return fmt.Errorf("%w (see %s)", err, filepath.Join(d.dir, "sink.log"))
+	}
+	for range spec.Replicas {
+		if _, err := d.addReconciler(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addReconciler starts one more reconciler and waits until it is ready.
+func (d *deployment) addReconciler(ctx context.Context) (*proc, error) {
+	d.mu.Lock()
+	d.next++
+	pod := fmt.Sprintf("reconciler-%d", d.next)
+	d.mu.Unlock()
+	r, err := d.startReconciler(pod)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.procs = append(d.procs, r)
+	d.mu.Unlock()
+	return r, r.ready(ctx, d.t.opt.StartTimeout)
+}
+
+func (d *deployment) all() []*proc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*proc(nil), d.procs...)
+}
+
+func (d *deployment) byPod(pod string) (*proc, error) {
+	for _, r := range d.all() {
+		if r.pod == pod {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("no reconciler %s", pod)
+}
+
+// Pods are the reconcilers still running.
+func (d *deployment) Pods(context.Context) ([]string, error) {
+	var out []string
+	for _, r := range d.all() {
+		if !r.exited() {
+			out = append(out, r.pod)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (d *deployment) Events() driver.EventLog { return events{d} }
+func (d *deployment) Sink() driver.Sink       { return sink{d} }
+
+// Status reads the reconciler's /status.
+func (d *deployment) Status(ctx context.Context, pod string) (json.RawMessage, error) {
+	r, err := d.byPod(pod)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s /status: %w", pod, err)
+	}
+	defer resp.Body.Close()
+	var raw json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%s /status: %w", pod, err)
+	}
+	return raw, nil
+}
+
+// StopReconcilers sends SIGTERM to every reconciler and waits for each.
+func (d *deployment) StopReconcilers(ctx context.Context) error {
+	var errs []error
+	for _, r := range d.all() {
+		errs = append(errs, r.stop(ctx, d.t.opt.StartTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Close kills whatever still runs and deletes the namespace.
+func (d *deployment) Close(ctx context.Context) error {
+	for _, r := range d.all() {
+		r.kill()
+	}
+	if d.sinkCmd != nil && d.sinkCmd.Process != nil {
+		_ = d.sinkCmd.Process.Kill()
+	}
+	return d.t.opt.Kube.CoreV1().Namespaces().Delete(ctx, d.ns, metav1.DeleteOptions{})
+}
+
+// events are the processes' stdout, parsed as it was printed: nothing to
+// refresh, nothing lost when a process exits.
+type events struct{ d *deployment }
+
+func (e events) Snapshot() map[string][]eventlog.Event {
+	out := map[string][]eventlog.Event{}
+	for _, r := range e.d.all() {
+		out[r.pod] = r.events()
+	}
+	return out
+}
+
+func (events) Refresh(context.Context, string) error { return nil }
+
+func (e events) Stop(context.Context) (map[string][]eventlog.Event, []string) {
+	var problems []string
+	for _, r := range e.d.all() {
+		if !r.exited() {
+			problems = append(problems, r.pod+": still running when the log was read")
+		}
+		for _, p := range r.problems() {
+			problems = append(problems, r.pod+": "+p)
+		}
+	}
+	return e.Snapshot(), problems
+}
+
+// sink reads the sink directly.
+type sink struct{ d *deployment }
+
+func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
+	return s.d.client.History(ctx)
+}
+
+func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {
+	out := []contract.Record{}
+	for _, k := range keys {
+		rec, found, _, err := s.d.client.Get(ctx, k)
+		if err != nil {
+			return out, fmt.Errorf("sink record %q: %w", k, err)
+		}
+		if found {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// freePort asks the kernel for a loopback port that is free now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,92 @@
+package local
+
+import (
+	"io"
+	"net"
+	"sync"
+)
+
+// cutProxy forwards TCP to a target until cut: then it drops every open
+// connection (as a route change in the pod's netns does) and holds new
+// ones unanswered until healed. Each reconciler reaches the apiserver and
+// the sink through its own pair, so one process can be cut off alone.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	open   map[net.Conn]bool
+	held   []net.Conn
+}
+
+func newCutProxy(target string) (*cutProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &cutProxy{ln: ln, target: target, open: map[net.Conn]bool{}}
+	go p.serve()
+	return p, nil
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.held = append(p.held, c)
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Unlock()
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.open[c], p.open[up] = true, true
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.open, dst)
+	delete(p.open, src)
+	p.mu.Unlock()
+}
+
+// Cut drops the open connections and holds new ones.
+func (p *cutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.open {
+		c.Close()
+	}
+}
+
+// Heal lets connections through again; the held ones are closed, so their
+// clients dial anew.
+func (p *cutProxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+	for _, c := range p.held {
+		c.Close()
+	}
+	p.held = nil
+}
+
+func (p *cutProxy) Close() { p.ln.Close(); p.Cut(); p.Heal() }
