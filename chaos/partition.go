@@ -9,13 +9,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos/plan"
+	"github.com/fencecheck/fencecheck/leader"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -173,16 +173,15 @@ func APIServerPorts(ctx context.Context, c kubernetes.Interface) ([]int, error) 
 	return out, nil
 }
 
-var holderRe = regexp.MustCompile(`^(.+)_([0-9a-f]{8})$`)
-
 // PodFromHolder extracts the pod name from a Lease holder identity of the
-// form "<pod name>_<8 hex>".
+// form "<pod name>_<8 hex>" (leader.PodOf); any other identity is an error,
+// since the executor must not cut off a pod it guessed.
 func PodFromHolder(identity string) (string, error) {
-	m := holderRe.FindStringSubmatch(identity)
-	if m == nil {
+	pod := leader.PodOf(identity)
+	if pod == identity {
 		return "", fmt.Errorf("lease holder identity %q is not <pod name>_<8 hex>", identity)
 	}
-	return m[1], nil
+	return pod, nil
 }
 
 // LeaderPod reads the Lease namespace/name and returns the current leader's

@@ -79,12 +79,7 @@ func run(args []string) int {
 	if cfg.LeaseNamespace == "" {
 		cfg.LeaseNamespace = namespace()
 	}
-	id, err := reconciler.NewRandomIdentity(cfg.PodName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "reconciler:", err)
-		return 1
-	}
-	cfg.Identity = id
+	cfg.Identity = reconciler.NewRandomIdentity(cfg.PodName)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler: invalid configuration:\n"+err.Error())
 		return 2

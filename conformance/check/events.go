@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
 // PodOf maps a holder identity to its pod: from the pods' own events when
-// they logged it, else the "<pod>_<8 hex>" naming convention.
+// they logged it, else the naming convention (leader.PodOf).
 func PodOf(s *history.Scenario, identity string) string {
 	for pod, evs := range s.Events {
 		for _, ev := range evs {
@@ -21,10 +21,7 @@ func PodOf(s *history.Scenario, identity string) string {
 			}
 		}
 	}
-	if i := strings.LastIndex(identity, "_"); i > 0 {
-		return identity[:i]
-	}
-	return identity
+	return leader.PodOf(identity)
 }
 
 func checkStepsDown(s *history.Scenario) Verdict {

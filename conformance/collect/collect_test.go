@@ -14,9 +14,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
-const ann = "camel.io/leader-term"
+const ann = leader.TermAnnotation
 
 func lease(holder, term, rv string) *coordv1.Lease {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns", UID: "u1", ResourceVersion: rv}}

@@ -70,11 +70,3 @@ func ChaosWindow(kind, node string, w chaos.Window) history.ChaosWindow {
 	}
 	return history.ChaosWindow{Kind: kind, Pod: pod, Node: node, Injected: w.Injected, Recovered: w.Recovered}
 }
-
-// PodOfIdentity is the pod part of a "<pod>_<8 hex>" holder identity.
-func PodOfIdentity(id string) string {
-	if i := strings.LastIndexByte(id, '_'); i > 0 {
-		return id[:i]
-	}
-	return id
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
 // Defect selects a broken variant (zero value: everything correct).
@@ -66,12 +67,12 @@ func Scenario(name string, d Defect) *history.Scenario {
 			FencingRequired: true,
 		},
 		Events: map[string][]eventlog.Event{},
-		Lease:  history.LeaseWatch{Name: "fencecheck-reconciler", Start: T0.Add(-time.Second)},
+		Lease:  history.LeaseWatch{Name: leader.LeaseName, Start: T0.Add(-time.Second)},
 		Expect: map[string]history.Outcome{},
 	}
 	m := &model{s: s, now: T0, applied: map[string]bool{}, d: d}
 	for i, n := range []string{"pod-a", "pod-b", "pod-c"} {
-		p := &pod{name: n, id: fmt.Sprintf("%s_%08x", n, 0xa0+i)}
+		p := &pod{name: n, id: leader.NewIdentity(n, uint32(0xa0+i))}
 		m.pods = append(m.pods, p)
 		m.emit(p, eventlog.Event{Kind: eventlog.KindStarted})
 	}
