@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
 )
 
 // Profiles, in the order they run.
@@ -173,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	cl := &contract.Client{BaseURL: cfg.SinkURL, HTTP: cfg.HTTP}
+	cl := &client.Client{BaseURL: cfg.SinkURL, HTTP: cfg.HTTP}
 	if _, rep, err := cl.Floor(ctx); err != nil {
 		if rep.Status != 0 {
 			return Report{}, fmt.Errorf("%w: GET %s%s answered %d %q: not a sink contract v1 endpoint?", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, truncate(string(rep.Body), 200))

@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
 )
 
 // The concurrency profile runs one workload (many writers, mixed epochs,
@@ -122,7 +123,7 @@ func genOp(rng *rand.Rand, w, j, n int, e uint64) opInput {
 // do sends one operation and classifies the answer.
 func (s *session) do(l *loadRun, in opInput) opOutput {
 	var out opOutput
-	var rep contract.Reply
+	var rep client.Reply
 	var err error
 	switch in.kind {
 	case opPut:

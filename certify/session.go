@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
 )
 
 // check is one entry of the catalog.
@@ -23,7 +24,7 @@ type check struct {
 type session struct {
 	ctx    context.Context
 	cfg    Config
-	cl     *contract.Client
+	cl     *client.Client
 	name   string
 	nKeys  int
 	ex     []Exchange
@@ -37,7 +38,7 @@ type sharedState struct {
 	load    *loadRun
 }
 
-func runCheck(ctx context.Context, cfg Config, cl *contract.Client, sh *sharedState, chk check) Result {
+func runCheck(ctx context.Context, cfg Config, cl *client.Client, sh *sharedState, chk check) Result {
 	s := &session{ctx: ctx, cfg: cfg, cl: cl, name: chk.name, shared: sh}
 	start := time.Now()
 	err := chk.run(s)
@@ -59,7 +60,7 @@ func (s *session) idem(tag string) string {
 	return fmt.Sprintf("certify-%s-%s-%s", s.cfg.RunID, s.name, tag)
 }
 
-func (s *session) record(req string, rep contract.Reply, err error) {
+func (s *session) record(req string, rep client.Reply, err error) {
 	e := Exchange{Request: req, Status: rep.Status, Response: truncate(strings.TrimSpace(string(rep.Body)), 300)}
 	if err != nil {
 		e.Error = err.Error()
@@ -102,30 +103,30 @@ func (s *session) base() (uint64, error) {
 }
 
 // rawPut sends a PUT with exactly the given headers.
-func (s *session) rawPut(key string, value []byte, hdr map[string]string) (contract.Reply, error) {
+func (s *session) rawPut(key string, value []byte, hdr map[string]string) (client.Reply, error) {
 	rep, err := s.raw(http.MethodPut, contract.RecordPath(key), value, hdr)
 	s.record(describePut(key, value, hdr), rep, err)
 	return rep, err
 }
 
-func (s *session) raw(method, path string, body []byte, hdr map[string]string) (contract.Reply, error) {
+func (s *session) raw(method, path string, body []byte, hdr map[string]string) (client.Reply, error) {
 	req, err := http.NewRequestWithContext(s.ctx, method, strings.TrimRight(s.cfg.SinkURL, "/")+path, bytes.NewReader(body))
 	if err != nil {
-		return contract.Reply{}, err
+		return client.Reply{}, err
 	}
 	for k, v := range hdr {
 		req.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
 	resp, err := s.cfg.HTTP.Do(req)
 	if err != nil {
-		return contract.Reply{}, err
+		return client.Reply{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	return contract.Reply{Status: resp.StatusCode, Body: b}, err
+	return client.Reply{Status: resp.StatusCode, Body: b}, err
 }
 
-func (s *session) put(key, value string, epoch uint64, idem string) (contract.WriteResponse, contract.Reply, error) {
+func (s *session) put(key, value string, epoch uint64, idem string) (contract.WriteResponse, client.Reply, error) {
 	wr, rep, err := s.cl.Put(s.ctx, key, []byte(value), epoch, idem)
 	hdr := map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)}
 	if idem != "" {
@@ -135,7 +136,7 @@ func (s *session) put(key, value string, epoch uint64, idem string) (contract.Wr
 	return wr, rep, err
 }
 
-func (s *session) fence(epoch uint64) (contract.FenceResponse, contract.Reply, error) {
+func (s *session) fence(epoch uint64) (contract.FenceResponse, client.Reply, error) {
 	fr, rep, err := s.cl.Fence(s.ctx, epoch)
 	s.record(fmt.Sprintf("POST %s %s: %d", contract.PathFence, contract.HeaderEpoch, epoch), rep, err)
 	return fr, rep, err

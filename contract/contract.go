@@ -1,12 +1,13 @@
 // Package contract is the sink contract v1, HTTP binding, written once:
 // header names, result codes, JSON shapes and the parsing rules that the
-// reference sink, the reconciler's client, certify and the conformance
+// reference sink, the HTTP client (package contract/client), certify and the conformance
 // checks all share. See docs/sink-contract.md for the prose version.
 package contract
 
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -35,6 +36,20 @@ const (
 	ResultBadRequest  = "BAD_REQUEST"
 	ResultConflict    = "IDEMPOTENCY_CONFLICT" // same Idempotency-Key, other key or value (422)
 )
+
+// StatusOf is the HTTP status that goes with a result code in the v1
+// binding (written here so the pure fence rule needs no net/http).
+func StatusOf(result string) int {
+	switch result {
+	case ResultOK, ResultOKDup:
+		return 200
+	case ResultRejectStale:
+		return 409
+	case ResultConflict:
+		return 422
+	}
+	return 400
+}
 
 // WriteResponse is the body of PUT /v1/records/{key}.
 // Epoch is set on OK and OK_DUP; HighestEpoch on REJECT_STALE_EPOCH.
@@ -113,6 +128,9 @@ func ParseEpoch(s string) (uint64, error) {
 	}
 	return e, nil
 }
+
+// RecordPath is the URL path of a record key (escaped).
+func RecordPath(key string) string { return PathRecords + url.PathEscape(key) }
 
 // FormatEpoch renders an epoch for the header.
 func FormatEpoch(e uint64) string { return strconv.FormatUint(e, 10) }

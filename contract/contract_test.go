@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,15 @@ func TestAttemptCommitted(t *testing.T) {
 	for _, c := range cases {
 		if got := c.a.Committed(); got != c.want {
 			t.Errorf("%+v.Committed() = %v, want %v", c.a, got, c.want)
+		}
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	for result, want := range map[string]int{ResultOK: http.StatusOK, ResultOKDup: http.StatusOK, ResultRejectStale: http.StatusConflict,
+		ResultConflict: http.StatusUnprocessableEntity, ResultBadRequest: http.StatusBadRequest} {
+		if got := StatusOf(result); got != want {
+			t.Errorf("StatusOf(%s) = %d, want %d", result, got, want)
 		}
 	}
 }

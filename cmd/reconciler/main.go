@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/fixtures/reconciler"
 )
 
@@ -100,7 +100,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
 		return 1
 	}
-	sink := &contract.Client{BaseURL: cfg.SinkURL, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	sink := &client.Client{BaseURL: cfg.SinkURL, HTTP: &http.Client{Timeout: 5 * time.Second}}
 	rec, err := reconciler.New(cfg, kube, sink, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)

@@ -1,4 +1,4 @@
-package contract
+package client
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/fencecheck/fencecheck/contract"
 )
 
 // TestClientSendsContractHeaders checks the wire format the client puts on
@@ -14,15 +16,15 @@ func TestClientSendsContractHeaders(t *testing.T) {
 	var gotPath, gotEpoch, gotIdem, gotMethod string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotMethod, gotPath = r.Method, r.URL.EscapedPath()
-		gotEpoch, gotIdem = r.Header.Get(HeaderEpoch), r.Header.Get(HeaderIdempotencyKey)
+		gotEpoch, gotIdem = r.Header.Get(contract.HeaderEpoch), r.Header.Get(contract.HeaderIdempotencyKey)
 		switch {
 		case r.Method == http.MethodPut:
 			w.WriteHeader(http.StatusConflict)
-			_ = json.NewEncoder(w).Encode(WriteResponse{Result: ResultRejectStale, HighestEpoch: 9})
+			_ = json.NewEncoder(w).Encode(contract.WriteResponse{Result: contract.ResultRejectStale, HighestEpoch: 9})
 		case r.Method == http.MethodPost:
-			_ = json.NewEncoder(w).Encode(FenceResponse{Result: ResultOK, HighestEpoch: 7})
-		case r.URL.Path == PathFence:
-			_ = json.NewEncoder(w).Encode(FenceResponse{HighestEpoch: 7})
+			_ = json.NewEncoder(w).Encode(contract.FenceResponse{Result: contract.ResultOK, HighestEpoch: 7})
+		case r.URL.Path == contract.PathFence:
+			_ = json.NewEncoder(w).Encode(contract.FenceResponse{HighestEpoch: 7})
 		default:
 			http.NotFound(w, r)
 		}
@@ -38,7 +40,7 @@ func TestClientSendsContractHeaders(t *testing.T) {
 	if gotMethod != http.MethodPut || gotPath != "/v1/records/row%2F1%20x" || gotEpoch != "3" || gotIdem != "idem-1" {
 		t.Errorf("sent %s %s epoch=%q idem=%q", gotMethod, gotPath, gotEpoch, gotIdem)
 	}
-	if rep.Status != http.StatusConflict || wr.Result != ResultRejectStale || wr.HighestEpoch != 9 {
+	if rep.Status != http.StatusConflict || wr.Result != contract.ResultRejectStale || wr.HighestEpoch != 9 {
 		t.Errorf("decoded %d %+v", rep.Status, wr)
 	}
 

@@ -1,4 +1,7 @@
-package contract
+// Package client speaks the HTTP binding of the sink contract (package
+// contract holds the wire format): the reconciler's writer, certify and the
+// tests use it; the pure checkers never do.
+package client
 
 import (
 	"bytes"
@@ -7,8 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/fencecheck/fencecheck/contract"
 )
 
 // Client speaks the HTTP binding of the sink contract. It reports what the
@@ -56,78 +60,75 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr m
 	return Reply{Status: resp.StatusCode, Body: b}, nil
 }
 
-// RecordPath is the URL path of a record key (escaped).
-func RecordPath(key string) string { return PathRecords + url.PathEscape(key) }
-
 // Put writes value under key with the given epoch. idemKey may be empty.
-func (c *Client) Put(ctx context.Context, key string, value []byte, epoch uint64, idemKey string) (WriteResponse, Reply, error) {
-	h := map[string]string{HeaderEpoch: FormatEpoch(epoch)}
+func (c *Client) Put(ctx context.Context, key string, value []byte, epoch uint64, idemKey string) (contract.WriteResponse, Reply, error) {
+	h := map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)}
 	if idemKey != "" {
-		h[HeaderIdempotencyKey] = idemKey
+		h[contract.HeaderIdempotencyKey] = idemKey
 	}
-	rep, err := c.do(ctx, http.MethodPut, RecordPath(key), value, h)
+	rep, err := c.do(ctx, http.MethodPut, contract.RecordPath(key), value, h)
 	if err != nil {
-		return WriteResponse{}, rep, err
+		return contract.WriteResponse{}, rep, err
 	}
-	var wr WriteResponse
+	var wr contract.WriteResponse
 	_ = json.Unmarshal(rep.Body, &wr) // a non-JSON body leaves Result empty; callers check Status
 	return wr, rep, nil
 }
 
 // Fence raises the sink's floor to epoch (the new leader's barrier).
-func (c *Client) Fence(ctx context.Context, epoch uint64) (FenceResponse, Reply, error) {
-	rep, err := c.do(ctx, http.MethodPost, PathFence, nil, map[string]string{HeaderEpoch: FormatEpoch(epoch)})
+func (c *Client) Fence(ctx context.Context, epoch uint64) (contract.FenceResponse, Reply, error) {
+	rep, err := c.do(ctx, http.MethodPost, contract.PathFence, nil, map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)})
 	if err != nil {
-		return FenceResponse{}, rep, err
+		return contract.FenceResponse{}, rep, err
 	}
-	var fr FenceResponse
+	var fr contract.FenceResponse
 	_ = json.Unmarshal(rep.Body, &fr)
 	return fr, rep, nil
 }
 
 // Floor reads the sink's highest epoch.
 func (c *Client) Floor(ctx context.Context) (uint64, Reply, error) {
-	rep, err := c.do(ctx, http.MethodGet, PathFence, nil, nil)
+	rep, err := c.do(ctx, http.MethodGet, contract.PathFence, nil, nil)
 	if err != nil {
 		return 0, rep, err
 	}
-	var fr FenceResponse
+	var fr contract.FenceResponse
 	if err := json.Unmarshal(rep.Body, &fr); err != nil || rep.Status != http.StatusOK {
-		return 0, rep, fmt.Errorf("GET %s: status %d body %q", PathFence, rep.Status, rep.Body)
+		return 0, rep, fmt.Errorf("GET %s: status %d body %q", contract.PathFence, rep.Status, rep.Body)
 	}
 	return fr.HighestEpoch, rep, nil
 }
 
 // Get reads one record; found is false on 404.
-func (c *Client) Get(ctx context.Context, key string) (rec Record, found bool, rep Reply, err error) {
-	rep, err = c.do(ctx, http.MethodGet, RecordPath(key), nil, nil)
+func (c *Client) Get(ctx context.Context, key string) (rec contract.Record, found bool, rep Reply, err error) {
+	rep, err = c.do(ctx, http.MethodGet, contract.RecordPath(key), nil, nil)
 	if err != nil {
-		return Record{}, false, rep, err
+		return contract.Record{}, false, rep, err
 	}
 	switch rep.Status {
 	case http.StatusNotFound:
-		return Record{}, false, rep, nil
+		return contract.Record{}, false, rep, nil
 	case http.StatusOK:
 		if err := json.Unmarshal(rep.Body, &rec); err != nil {
-			return Record{}, false, rep, fmt.Errorf("GET %s: bad body: %w", RecordPath(key), err)
+			return contract.Record{}, false, rep, fmt.Errorf("GET %s: bad body: %w", contract.RecordPath(key), err)
 		}
 		return rec, true, rep, nil
 	}
-	return Record{}, false, rep, fmt.Errorf("GET %s: status %d body %q", RecordPath(key), rep.Status, rep.Body)
+	return contract.Record{}, false, rep, fmt.Errorf("GET %s: status %d body %q", contract.RecordPath(key), rep.Status, rep.Body)
 }
 
 // History fetches every attempt the sink recorded (reference sink only).
-func (c *Client) History(ctx context.Context) ([]Attempt, error) {
-	rep, err := c.do(ctx, http.MethodGet, PathHistory, nil, nil)
+func (c *Client) History(ctx context.Context) ([]contract.Attempt, error) {
+	rep, err := c.do(ctx, http.MethodGet, contract.PathHistory, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	if rep.Status != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: status %d body %q", PathHistory, rep.Status, rep.Body)
+		return nil, fmt.Errorf("GET %s: status %d body %q", contract.PathHistory, rep.Status, rep.Body)
 	}
-	var h HistoryResponse
+	var h contract.HistoryResponse
 	if err := json.Unmarshal(rep.Body, &h); err != nil {
-		return nil, fmt.Errorf("GET %s: bad body: %w", PathHistory, err)
+		return nil, fmt.Errorf("GET %s: bad body: %w", contract.PathHistory, err)
 	}
 	return h.Attempts, nil
 }
