@@ -17,7 +17,7 @@ import (
 func caseStudy(fenced bool) *history.Scenario {
 	t0 := time.Date(2026, 4, 2, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	s := &history.Scenario{Name: "case-study", Events: map[string][]eventlog.Event{}, Expect: map[string]history.Outcome{}}
+	s := &history.Scenario{Name: "case-study", Events: map[string][]eventlog.Event{}, Expect: map[string]history.Expectation{}}
 	s.Lease = history.LeaseWatch{Start: t0, End: at(20), Records: []history.LeaseRecord{
 		{Observed: at(0.1), Event: "ADDED", ResourceVersion: "1", UID: "u", Holder: "pod-A_00000001", Term: 1, TermRaw: "1", TermOK: true},
 		{Observed: at(1.1), Event: "MODIFIED", ResourceVersion: "2", UID: "u", Holder: "pod-A_00000001", Term: 1, TermRaw: "1", TermOK: true},

@@ -93,12 +93,49 @@ func Names() []string {
 
 // Result is a verdict set against what the scenario expected of it.
 type Result struct {
-	Scenario string          `json:"scenario"`
-	Expected history.Outcome `json:"expected"`
+	Scenario string              `json:"scenario"`
+	Expected history.Expectation `json:"expected"`
 	Verdict
 	// OK: the verdict is what was expected (a caught negative control is OK).
 	OK bool `json:"ok"`
 }
+
+// Outcome is what a result means for a reader: the one word every printer
+// uses for it.
+type Outcome string
+
+const (
+	Pass         Outcome = "PASS"         // must pass, passed
+	Fail         Outcome = "FAIL"         // must pass, a violation
+	Caught       Outcome = "CAUGHT"       // a negative control, caught by a violation
+	Escaped      Outcome = "ESCAPED"      // a negative control that passed
+	Inconclusive Outcome = "INCONCLUSIVE" // failed for lack of evidence: neither passed nor caught
+	Informative  Outcome = "INFO"         // expected nothing in particular
+)
+
+// Outcome decides from the expectation and the verdict. A verdict that
+// failed for lack of evidence is Inconclusive whatever was expected of it:
+// it neither passes a check nor catches a negative control.
+func (r Result) Outcome() Outcome {
+	switch {
+	case r.Expected == history.Any:
+		return Informative
+	case r.Expected != history.MustPass && r.Expected != history.MustFail:
+		return Inconclusive // an expectation this build does not know
+	case r.Pass && r.Expected == history.MustPass:
+		return Pass
+	case r.Pass:
+		return Escaped
+	case r.Inconclusive:
+		return Inconclusive
+	case r.Expected == history.MustPass:
+		return Fail
+	}
+	return Caught
+}
+
+// OK reports whether the outcome is what the scenario wanted.
+func (o Outcome) OK() bool { return o == Pass || o == Caught || o == Informative }
 
 // Evaluate runs, for every scenario, the checks it names in Expect, in
 // the order of All (unknown names become failing results).
@@ -120,7 +157,9 @@ func EvaluateScenario(s *history.Scenario) []Result {
 		}
 		v := c.Fn(s)
 		v.Check = c.Name
-		out = append(out, Result{Scenario: s.Name, Expected: exp, Verdict: v, OK: meets(exp, v)})
+		r := Result{Scenario: s.Name, Expected: exp, Verdict: v}
+		r.OK = r.Outcome().OK()
+		out = append(out, r)
 	}
 	var unknown []string
 	for name := range s.Expect {
@@ -130,22 +169,11 @@ func EvaluateScenario(s *history.Scenario) []Result {
 	}
 	sort.Strings(unknown)
 	for _, name := range unknown {
+		// Not OK whatever it expected: a check this build lacks judged nothing.
 		out = append(out, Result{Scenario: s.Name, Expected: s.Expect[name],
-			Verdict: Verdict{Check: name, Pass: false, Evidence: []string{"no such check in this build"}}})
+			Verdict: Verdict{Check: name, Inconclusive: true, Evidence: []string{"no such check in this build"}}})
 	}
 	return out
-}
-
-func meets(exp history.Outcome, v Verdict) bool {
-	switch exp {
-	case history.MustPass:
-		return v.Pass
-	case history.MustFail:
-		return !v.Pass && !v.Inconclusive
-	case history.Any:
-		return true
-	}
-	return false
 }
 
 // AllOK reports whether every result met its expectation.

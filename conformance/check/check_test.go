@@ -309,7 +309,7 @@ func TestEvaluateExpectations(t *testing.T) {
 	}
 	// A control that fails only for lack of evidence is not caught.
 	s = synth.Scenario("no-evidence", synth.Defect{NoDrain: true})
-	s.Expect = map[string]history.Outcome{BridgeDrain: history.MustFail}
+	s.Expect = map[string]history.Expectation{BridgeDrain: history.MustFail}
 	var kept []eventlog.Event
 	for _, ev := range s.Events["pod-a"] {
 		if ev.Kind != eventlog.KindBridgeDrained {
@@ -322,8 +322,34 @@ func TestEvaluateExpectations(t *testing.T) {
 	}
 	// A broken variant that passes is not OK.
 	s = synth.Scenario("escaped", synth.Defect{})
-	s.Expect = map[string]history.Outcome{BridgeDrain: history.MustFail}
+	s.Expect = map[string]history.Expectation{BridgeDrain: history.MustFail}
 	if rs := EvaluateScenario(s); AllOK(rs) {
 		t.Errorf("a negative control that passes must fail the suite: %+v", rs)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	pass, fail, unknown := Verdict{Pass: true}, Verdict{}, Verdict{Inconclusive: true}
+	for _, c := range []struct {
+		exp  history.Expectation
+		v    Verdict
+		want Outcome
+		ok   bool
+	}{
+		{history.MustPass, pass, Pass, true},
+		{history.MustPass, unknown, Inconclusive, false},
+		{history.MustPass, fail, Fail, false},
+		{history.MustFail, fail, Caught, true},
+		{history.MustFail, pass, Escaped, false},
+		{history.MustFail, unknown, Inconclusive, false}, // never caught
+		{history.Any, pass, Informative, true},
+		{history.Any, fail, Informative, true},
+		{history.Any, unknown, Informative, true},
+		{"later", pass, Inconclusive, false}, // an expectation this build does not know
+	} {
+		r := Result{Expected: c.exp, Verdict: c.v}
+		if got := r.Outcome(); got != c.want || got.OK() != c.ok {
+			t.Errorf("expected %s, verdict %+v: got %s (ok %v), want %s (ok %v)", c.exp, c.v, got, got.OK(), c.want, c.ok)
+		}
 	}
 }

@@ -51,7 +51,7 @@ type Scenario struct {
 	FinalRecords []contract.Record           `json:"final_records,omitempty"`
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
 	Chaos        []ChaosWindow               `json:"chaos,omitempty"`
-	Expect       map[string]Outcome          `json:"expect"` // by check name
+	Expect       map[string]Expectation      `json:"expect"` // by check name
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -135,13 +135,14 @@ const (
 	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
 )
 
-// Outcome is what a check must produce in a scenario.
-type Outcome string
+// Expectation is what a check must produce in a scenario (what it did
+// produce, set against this, is a check.Outcome).
+type Expectation string
 
 const (
-	MustPass Outcome = "pass"
-	MustFail Outcome = "fail" // a negative control: the broken variant must be caught
-	Any      Outcome = "any"  // informative only
+	MustPass Expectation = "pass"
+	MustFail Expectation = "fail" // a negative control: the broken variant must be caught
+	Any      Expectation = "any"  // informative only
 )
 
 // Duration is a time.Duration that reads and writes as "4s" in JSON.
@@ -242,7 +243,7 @@ func (r *Run) Validate() error {
 		}
 		for c, o := range s.Expect {
 			if o != MustPass && o != MustFail && o != Any {
-				return fmt.Errorf("history: scenario %q check %q: unknown outcome %q", s.Name, c, o)
+				return fmt.Errorf("history: scenario %q check %q: unknown expectation %q", s.Name, c, o)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func sample() *Run {
 		Attempts: []contract.Attempt{{Seq: 1, Arrived: t0, Op: "put", Key: "k", Epoch: 1, Result: "OK", Status: 200, FloorAfter: 1}},
 		Events:   map[string][]eventlog.Event{"p": {{Time: t0, Pod: "p", Kind: "bridge_joined", JoinedInTime: &yes}}},
 		Chaos:    []ChaosWindow{{Kind: "partition", Pod: "p", Injected: t0, Recovered: t0.Add(time.Second)}},
-		Expect:   map[string]Outcome{"term-step": MustPass, "bridge-drain": MustFail},
+		Expect:   map[string]Expectation{"term-step": MustPass, "bridge-drain": MustFail},
 	}}}
 }
 

@@ -37,6 +37,11 @@ const (
 	sinkLaneH = 70.0
 )
 
+// outcomeClass is the CSS class of each outcome (bad for every one that is
+// not OK).
+var outcomeClass = map[check.Outcome]string{check.Pass: "ok", check.Caught: "ctl", check.Informative: "info",
+	check.Fail: "bad", check.Escaped: "bad", check.Inconclusive: "bad"}
+
 // HTML renders index.html: the verdicts and one timeline per scenario.
 func HTML(run *history.Run, results []check.Result) []byte {
 	var b bytes.Buffer
@@ -88,21 +93,13 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 			if r.Scenario != s.Name {
 				continue
 			}
-			cls := "ok"
-			switch {
-			case !r.OK:
-				cls = "bad"
-			case r.Expected == history.MustFail:
-				cls = "ctl"
-			case r.Expected == history.Any:
-				cls = "info"
-			}
+			cls := outcomeClass[r.Outcome()]
 			first := ""
 			if len(r.Evidence) > 0 {
 				first = r.Evidence[0]
 			}
 			fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td class="%s">%s</td><td><details><summary>%s</summary><pre>%s</pre></details></td></tr>`+"\n",
-				esc(r.Check), esc(string(r.Expected)), cls, esc(outcomeWord(r)), esc(first), esc(strings.Join(r.Evidence, "\n")))
+				esc(r.Check), esc(string(r.Expected)), cls, r.Outcome(), esc(first), esc(strings.Join(r.Evidence, "\n")))
 		}
 		b.WriteString("</table>\n")
 		if fs, _ := check.Failovers(s); len(fs) > 0 {

@@ -25,13 +25,10 @@ func JUnit(run *history.Run, results []check.Result) []byte {
 				continue
 			}
 			c := junit.Case{ClassName: "fencecheck." + s.Name, Name: r.Check,
-				SystemOut: fmt.Sprintf("expected: %s; verdict: %s\n%s", r.Expected, outcomeWord(r), strings.Join(r.Evidence, "\n"))}
+				SystemOut: fmt.Sprintf("expected: %s; verdict: %s\n%s", r.Expected, r.Outcome(), strings.Join(r.Evidence, "\n"))}
 			if !r.OK {
-				msg := "check failed"
-				if r.Expected == history.MustFail {
-					msg = "negative control escaped: the broken variant passed " + r.Check
-				}
-				c.Failure = &junit.Failure{Message: msg, Type: string(r.Expected), Text: strings.Join(r.Evidence, "\n")}
+				msg := fmt.Sprintf("%s %s (expected %s)", r.Check, r.Outcome(), r.Expected)
+				c.Failure = &junit.Failure{Message: msg, Type: string(r.Outcome()), Text: strings.Join(r.Evidence, "\n")}
 				js.Failures++
 			}
 			js.Tests++

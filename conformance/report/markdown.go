@@ -59,7 +59,7 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 					ev += fmt.Sprintf(" (+%d more)", len(r.Evidence)-1)
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Check, r.Expected, outcomeWord(r), mdEscape(ev))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Check, r.Expected, r.Outcome(), mdEscape(ev))
 		}
 		b.WriteString("\n")
 		if fs, _ := check.Failovers(s); len(fs) > 0 {
@@ -82,7 +82,7 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 		}
 		for _, r := range results {
 			if r.Scenario == s.Name && !r.OK {
-				fmt.Fprintf(&b, "### %s / %s: %s\n\n```\n%s\n```\n\n", s.Name, r.Check, outcomeWord(r), strings.Join(r.Evidence, "\n"))
+				fmt.Fprintf(&b, "### %s / %s: %s\n\n```\n%s\n```\n\n", s.Name, r.Check, r.Outcome(), strings.Join(r.Evidence, "\n"))
 			}
 		}
 	}

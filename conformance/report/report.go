@@ -82,25 +82,6 @@ func writeAtomic(path string, b []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// outcomeWord says what a result means for a reader.
-func outcomeWord(r check.Result) string {
-	switch {
-	case r.Expected == history.MustFail && r.Inconclusive:
-		return "INCONCLUSIVE (control not shown to be caught)"
-	case r.Expected == history.MustFail && !r.Pass:
-		return "caught (expected failure)"
-	case r.Expected == history.MustFail && r.Pass:
-		return "ESCAPED (broken variant passed)"
-	case r.Expected == history.Any && r.Pass:
-		return "pass (informative)"
-	case r.Expected == history.Any:
-		return "fail (informative)"
-	case r.Pass:
-		return "pass"
-	}
-	return "FAIL"
-}
-
 // Counts summarises results.
 type Counts struct{ Total, OK, Failed, CaughtControls, Informative int }
 
@@ -114,10 +95,10 @@ func Count(rs []check.Result) Counts {
 		} else {
 			c.Failed++
 		}
-		if r.Expected == history.MustFail && r.OK {
+		switch r.Outcome() {
+		case check.Caught:
 			c.CaughtControls++
-		}
-		if r.Expected == history.Any {
+		case check.Informative:
 			c.Informative++
 		}
 	}

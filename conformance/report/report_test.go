@@ -19,9 +19,9 @@ import (
 func demoRun() *history.Run {
 	ok := synth.Scenario("partition-heal", synth.Defect{Shutdown: true})
 	ctl := synth.Scenario("neg-ignore-demotion-unfenced", synth.Defect{IgnoreDemotion: true, UnfencedSink: true})
-	ctl.Expect = map[string]history.Outcome{check.NoStaleCommit: history.MustFail, check.RowEpochMonotonic: history.Any, check.TermStep: history.MustPass}
+	ctl.Expect = map[string]history.Expectation{check.NoStaleCommit: history.MustFail, check.RowEpochMonotonic: history.Any, check.TermStep: history.MustPass}
 	esc := synth.Scenario("neg-no-drain-escaped", synth.Defect{})
-	esc.Expect = map[string]history.Outcome{check.BridgeDrain: history.MustFail}
+	esc.Expect = map[string]history.Expectation{check.BridgeDrain: history.MustFail}
 	stale := synth.Scenario("stale-leader-fenced", synth.Defect{IgnoreDemotion: true})
 	stale.Expect[check.RejectStaleSeen] = history.MustPass
 	stale.Expect[check.OldLeaderStepsDown] = history.Any
@@ -58,14 +58,14 @@ func TestWriteAndJUnit(t *testing.T) {
 			found[doc.Suites[i].Name+"/"+c.Name] = c
 		}
 	}
-	if c := found["neg-ignore-demotion-unfenced/no-stale-commit"]; c == nil || c.Failure != nil || !strings.Contains(c.SystemOut, "caught") {
+	if c := found["neg-ignore-demotion-unfenced/no-stale-commit"]; c == nil || c.Failure != nil || !strings.Contains(c.SystemOut, "verdict: CAUGHT") {
 		t.Errorf("caught control must be a passing testcase: %+v", c)
 	}
-	if c := found["neg-no-drain-escaped/bridge-drain"]; c == nil || c.Failure == nil || !strings.Contains(c.Failure.Message, "escaped") {
+	if c := found["neg-no-drain-escaped/bridge-drain"]; c == nil || c.Failure == nil || c.Failure.Message != "bridge-drain ESCAPED (expected fail)" {
 		t.Errorf("escaped control must be a failing testcase: %+v", c)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, SummaryFile))
-	for _, want := range []string{"FAILED", "ESCAPED", "caught (expected failure)", "| partition of pod-a | 1 → 2 |"} {
+	for _, want := range []string{"FAILED", "| bridge-drain | fail | ESCAPED |", "| no-stale-commit | fail | CAUGHT |", "| partition of pod-a | 1 → 2 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

@@ -68,7 +68,7 @@ func Scenario(name string, d Defect) *history.Scenario {
 		},
 		Events: map[string][]eventlog.Event{},
 		Lease:  history.LeaseWatch{Name: leader.LeaseName, Start: T0.Add(-time.Second)},
-		Expect: map[string]history.Outcome{},
+		Expect: map[string]history.Expectation{},
 	}
 	m := &model{s: s, now: T0, applied: map[string]bool{}, d: d}
 	for i, n := range []string{"pod-a", "pod-b", "pod-c"} {
