@@ -6,6 +6,7 @@ export KIND_CLUSTER_NAME ?= fencecheck
 export KUBECONFIG := $(FENCECHECK_CACHE)/kubeconfig-$(KIND_CLUSTER_NAME)
 IMAGES := reconciler sink chaos-agent probe
 GO ?= go
+GOFMT ?= gofmt
 
 .PHONY: test unit integration cluster-test conformance kind-up kind-down images bench fmt vet
 
@@ -17,6 +18,17 @@ unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	cd scripts/nodeimage && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## fmt: fail, listing them, if any Go file is not gofmt-formatted.
+fmt:
+	@out=$$($(GOFMT) -l .); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+## vet: go vet with no tag, then with each build tag the sources use.
+# Tags are found rather than listed (as CLUSTER_PKGS below); linux is the GOOS, always on here.
+VET_TAGS = $(filter-out linux,$(shell grep -rh --include='*.go' '^//go:build' . | sed 's|^//go:build||' | grep -o '[A-Za-z_][A-Za-z0-9_.]*' | sort -u))
+vet:
+	$(GO) vet ./...
+	set -e; for tag in $(VET_TAGS); do echo "go vet -tags $$tag"; $(GO) vet -tags $$tag ./...; done
 
 ## integration: a real kube-apiserver as local processes, PostgreSQL, network namespaces.
 integration:

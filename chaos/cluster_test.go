@@ -449,7 +449,7 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, _ := Deadline(nc)
+	end, _ := plan.Deadline(nc)
 	if time.Until(end) < 5*time.Second {
 		t.Fatalf("the agent restarted only %s before the deadline: too late to check the cut survived (kubelet back-off?)", time.Until(end))
 	}

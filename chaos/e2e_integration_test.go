@@ -22,6 +22,7 @@ import (
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos/agent"
 	"github.com/fencecheck/fencecheck/chaos/netrules"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	"github.com/fencecheck/fencecheck/internal/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,7 +121,7 @@ func TestEndToEndOnALocalAPIServer(t *testing.T) {
 		t.Fatalf("routes left after recovery:\n%s", r)
 	}
 	got, _ := ex.get(ctx, "app", w.Name)
-	end, _ := Deadline(got)
+	end, _ := plan.Deadline(got)
 	t.Logf("window %s (asked %s); recovered %s after the deadline", rw.Recovered.Sub(rw.Injected).Round(time.Millisecond), dur,
 		rw.Recovered.Sub(end).Round(time.Millisecond))
 	if rw.Recovered.Before(end) || rw.Recovered.Sub(end) > 2*time.Second {

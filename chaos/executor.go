@@ -334,7 +334,7 @@ func NewChaosMesh(cfg *rest.Config, opt Options) (*ChaosMesh, error) {
 	return &ChaosMesh{o}, err
 }
 
-// ChaosMeshController is the Deployment name Detect looks for.
+// ChaosMeshController is the Deployment name "auto" looks for.
 const ChaosMeshController = "chaos-controller-manager"
 
 // HasChaosMesh reports whether a Chaos Mesh controller Deployment exists in
@@ -352,14 +352,9 @@ func HasChaosMesh(ctx context.Context, kube kubernetes.Interface) (bool, error) 
 	return false, nil
 }
 
-// Detect returns Chaos Mesh's executor if the cluster runs its controller,
+// detect returns Chaos Mesh's executor if the cluster runs its controller,
 // else the built-in one.
-func Detect(ctx context.Context, cfg *rest.Config) (Executor, error) {
-	return DetectWith(ctx, cfg, Options{})
-}
-
-// DetectWith is Detect with options.
-func DetectWith(ctx context.Context, cfg *rest.Config, opt Options) (Executor, error) {
+func detect(ctx context.Context, cfg *rest.Config, opt Options) (Executor, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -378,7 +373,7 @@ func DetectWith(ctx context.Context, cfg *rest.Config, opt Options) (Executor, e
 func ByName(ctx context.Context, cfg *rest.Config, name string, opt Options) (Executor, error) {
 	switch name {
 	case "", "auto":
-		return DetectWith(ctx, cfg, opt)
+		return detect(ctx, cfg, opt)
 	case BuiltInName:
 		return NewBuiltIn(cfg, opt)
 	case ChaosMeshName:

@@ -195,19 +195,6 @@ func (f *LogFollower) Refresh(ctx context.Context, pod string) error {
 	return nil
 }
 
-// WaitIdle waits until every follower's stream has ended (the pods
-// terminated), or ctx ends; it reports whether they all ended.
-func (f *LogFollower) WaitIdle(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() { f.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // Snapshot returns the events followed so far, by pod.
 func (f *LogFollower) Snapshot() map[string][]eventlog.Event {
 	f.mu.Lock()
