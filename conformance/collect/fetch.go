@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fencecheck/fencecheck/chaos"
-	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 )
 
@@ -60,13 +57,4 @@ func PodJSON(ctx context.Context, client kubernetes.Interface, namespace, pod, p
 		return nil, fmt.Errorf("%s/%s:%s%s: not JSON: %.200q", namespace, pod, port, path, b)
 	}
 	return b, nil
-}
-
-// ChaosWindow converts an executor's window ("namespace/pod" targets).
-func ChaosWindow(kind, node string, w chaos.Window) history.ChaosWindow {
-	pod := w.Pod
-	if i := strings.LastIndex(pod, "/"); i >= 0 {
-		pod = pod[i+1:]
-	}
-	return history.ChaosWindow{Kind: kind, Pod: pod, Node: node, Injected: w.Injected, Recovered: w.Recovered}
 }
