@@ -62,7 +62,11 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr m
 
 // Put writes value under key with the given epoch. idemKey may be empty.
 func (c *Client) Put(ctx context.Context, key string, value []byte, epoch uint64, idemKey string) (contract.WriteResponse, Reply, error) {
-	h := map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)}
+	return c.put(ctx, key, value, map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)}, idemKey)
+}
+
+// put sends a PUT with the headers h plus the idempotency key, if any.
+func (c *Client) put(ctx context.Context, key string, value []byte, h map[string]string, idemKey string) (contract.WriteResponse, Reply, error) {
 	if idemKey != "" {
 		h[contract.HeaderIdempotencyKey] = idemKey
 	}
