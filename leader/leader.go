@@ -62,9 +62,3 @@ func ValidateTiming(leaseDuration, renewDeadline, retryPeriod time.Duration) err
 	}
 	return errors.Join(errs...)
 }
-
-// MaxRetryWait is the longest a candidate waits between two tries
-// (wait.JitterUntil with JitterFactor).
-func MaxRetryWait(retryPeriod time.Duration) time.Duration {
-	return time.Duration(float64(retryPeriod) * (1 + JitterFactor))
-}

@@ -55,9 +55,3 @@ func TestValidateTiming(t *testing.T) {
 		}
 	}
 }
-
-func TestMaxRetryWait(t *testing.T) {
-	if got := MaxRetryWait(time.Second); got != 2200*time.Millisecond {
-		t.Fatalf("MaxRetryWait(1s) = %v", got)
-	}
-}

@@ -15,8 +15,8 @@ import (
 func Assess(h *history.Scenario, failf, logf func(format string, args ...any)) []check.Result {
 	rs := check.EvaluateScenario(h)
 	for _, r := range rs {
-		line := fmt.Sprintf("%s %s/%s (expected %s): %s", outcomeOf(r), r.Scenario, r.Check, r.Expected, strings.Join(r.Evidence, " | "))
-		if r.OK {
+		line := fmt.Sprintf("%s %s/%s (expected %s): %s", r.Outcome(), r.Scenario, r.Check, r.Expected, strings.Join(r.Evidence, " | "))
+		if r.Outcome().OK() {
 			logf("%s", line)
 		} else {
 			failf("%s", line)
@@ -28,6 +28,3 @@ func Assess(h *history.Scenario, failf, logf func(format string, args ...any)) [
 	}
 	return rs
 }
-
-// TODO(merge): check.Result.Outcome.
-func outcomeOf(r check.Result) string { return fmt.Sprint(r.OK) }

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/chaos/schedule"
-	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
 // Chaos runs the scenario's chaos and waits for its takeovers to settle.
@@ -43,7 +43,7 @@ func (s *Session) partition(ctx context.Context, length time.Duration, role sche
 	if !ok || h.Holder == "" {
 		return errors.New("no leader to partition")
 	}
-	leaderPod := collect.PodOfIdentity(h.Holder)
+	leaderPod := leader.PodOf(h.Holder)
 	target := leaderPod
 	if role == schedule.Follower {
 		pods, err := s.dep.Pods(ctx)
@@ -108,7 +108,7 @@ func (s *Session) deleteLeader(ctx context.Context) error {
 	if !ok || h.Holder == "" {
 		return errors.New("no leader to delete")
 	}
-	pod := collect.PodOfIdentity(h.Holder)
+	pod := leader.PodOf(h.Holder)
 	s.dr.log("%s: deleting leader pod %s", s.def.Name, pod)
 	w, err := s.dep.DeletePod(ctx, pod)
 	s.record(w)
@@ -126,7 +126,7 @@ func (s *Session) deleteLeader(ctx context.Context) error {
 func (s *Session) rollingRestart(ctx context.Context) error {
 	h, _ := s.holder()
 	s.dr.log("%s: rolling restart", s.def.Name)
-	w, err := s.dep.RollingRestart(ctx, collect.PodOfIdentity(h.Holder))
+	w, err := s.dep.RollingRestart(ctx, leader.PodOf(h.Holder))
 	s.record(w)
 	if err != nil {
 		return err

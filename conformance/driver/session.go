@@ -10,15 +10,11 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
-// Names the fixtures and the driver agree on.
-const (
-	LeaseName      = "fencecheck-reconciler"
-	TermAnnotation = "camel.io/leader-term"
-	// Replicas is how many reconcilers race for the Lease.
-	Replicas = 3
-)
+// Replicas is how many reconcilers race for the Lease.
+const Replicas = 3
 
 // Config is what every scenario of a run shares.
 type Config struct {
@@ -99,7 +95,7 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 		return s, fmt.Errorf("%s target: %w", dr.Target.Name(), err)
 	}
 	// The watch starts before the deploy, so it covers every phase.
-	if s.lease, err = collect.WatchLease(ctx, dr.Target.Kube(), s.NS, LeaseName, TermAnnotation, dr.Logf); err != nil {
+	if s.lease, err = collect.WatchLease(ctx, dr.Target.Kube(), s.NS, leader.LeaseName, leader.TermAnnotation, dr.Logf); err != nil {
 		return s, err
 	}
 	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args()}

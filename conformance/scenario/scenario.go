@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
 // Chaos is what a scenario does to the leader.
@@ -38,7 +39,7 @@ type Def struct {
 	// its writes fail and retry and the bridge holds a backlog when the
 	// producer stops (a fast in-cluster sink never lets one build up).
 	CutSinkToo bool
-	Expect     map[string]history.Outcome
+	Expect     map[string]history.Expectation
 }
 
 // Timing is the lease and bridge timing every scenario runs with.
@@ -60,11 +61,10 @@ func DefaultTiming() Timing {
 
 // Validate rejects timings that cannot show a takeover.
 func (t Timing) Validate() error {
+	if err := leader.ValidateTiming(t.LeaseDuration, t.RenewDeadline, t.RetryPeriod); err != nil {
+		return err
+	}
 	switch {
-	case t.RenewDeadline >= t.LeaseDuration:
-		return fmt.Errorf("--renew-deadline %v must be shorter than --lease-duration %v", t.RenewDeadline, t.LeaseDuration)
-	case float64(t.RenewDeadline) <= 1.2*float64(t.RetryPeriod):
-		return fmt.Errorf("--renew-deadline %v must be more than 1.2x --retry-period %v", t.RenewDeadline, t.RetryPeriod)
 	case t.Partition < 2*t.LeaseDuration:
 		return fmt.Errorf("--partition %v must be at least twice --lease-duration %v", t.Partition, t.LeaseDuration)
 	case t.DrainTimeout <= 0 || t.WriteInterval <= 0 || t.AbortLimit <= 0:
@@ -99,8 +99,8 @@ func (t Timing) Config(d Def) history.Config {
 var safety = []string{check.TermMonotonic, check.TermStep, check.NoStaleCommit, check.EpochHeldByWriter,
 	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites}
 
-func expect(pass []string, extra map[string]history.Outcome) map[string]history.Outcome {
-	m := map[string]history.Outcome{}
+func expect(pass []string, extra map[string]history.Expectation) map[string]history.Expectation {
+	m := map[string]history.Expectation{}
 	for _, c := range pass {
 		m[c] = history.MustPass
 	}
@@ -111,8 +111,8 @@ func expect(pass []string, extra map[string]history.Outcome) map[string]history.
 }
 
 // control expects failOn to fail and reports every other check as informative.
-func control(failOn ...string) map[string]history.Outcome {
-	m := map[string]history.Outcome{}
+func control(failOn ...string) map[string]history.Expectation {
+	m := map[string]history.Expectation{}
 	for _, c := range check.Names() {
 		m[c] = history.Any
 	}
@@ -129,7 +129,7 @@ func All() []Def {
 			Name:        "partition-heal",
 			Description: "the leader is cut off from the apiserver for longer than the TTL, then healed: a new leader, term +1, the old leader steps down and drains, zero stale commits",
 			Chaos:       PartitionOnce,
-			Expect: expect(safety, map[string]history.Outcome{check.OldLeaderStepsDown: history.MustPass, check.BridgeDrain: history.MustPass,
+			Expect: expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeDrain: history.MustPass,
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
 		{
@@ -138,7 +138,7 @@ func All() []Def {
 			Chaos:       PartitionOnce,
 			Reconciler:  Reconciler{IgnoreDemotion: true},
 			WaitRejects: true,
-			Expect: expect(safety, map[string]history.Outcome{check.RejectStaleSeen: history.MustPass, check.FailoverLiveness: history.MustPass,
+			Expect: expect(safety, map[string]history.Expectation{check.RejectStaleSeen: history.MustPass, check.FailoverLiveness: history.MustPass,
 				check.OldLeaderStepsDown: history.Any}),
 		},
 		{
@@ -148,14 +148,14 @@ func All() []Def {
 			// Under load: writes come faster than one sink round trip, so
 			// the bridge holds a backlog when the shutdown aborts it.
 			Reconciler: Reconciler{WriteInterval: 5 * time.Millisecond},
-			Expect: expect(safety, map[string]history.Outcome{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
+			Expect: expect(safety, map[string]history.Expectation{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
 				check.OldLeaderStepsDown: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
 		{
 			Name:        "repeated-takeovers",
 			Description: "a seeded schedule of partitions in a row, a leader pod deleted, a rolling restart: the term goes +1 per takeover, never repeats, never goes back",
 			Chaos:       Repeated,
-			Expect: expect(safety, map[string]history.Outcome{check.OldLeaderStepsDown: history.MustPass,
+			Expect: expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass,
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
 		{

@@ -26,6 +26,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
 )
 
@@ -81,7 +82,7 @@ type deployment struct {
 	spec     driver.Spec
 	sinkAddr string
 	sinkCmd  *exec.Cmd
-	client   *contract.Client
+	client   *client.Client
 
 	mu    sync.Mutex
 	procs []*proc // every reconciler started, exited ones too
@@ -96,7 +97,7 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 		return err
 	}
 	d.sinkAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	d.client = &contract.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}}
 	args := append([]string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data")}, spec.SinkArgs...)
 	d.sinkCmd = exec.Command(d.t.opt.SinkBin, args...)
 	logf, err := os.Create(filepath.Join(d.dir, "sink.log"))
