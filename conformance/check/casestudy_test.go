@@ -40,8 +40,11 @@ func caseStudy(fenced bool) *history.Scenario {
 	write("pod-A", 0.2, "x", "1", 1)
 	write("pod-A", 0.3, "y", "2", 1)
 	write("pod-C", 12.2, "x", "10", 2)
-	write("pod-A", 12.3, "x", "99", 1) // stale
-	write("pod-A", 12.4, "y", "3", 1)  // also stale
+	write("pod-A", 12.3, "x", "99", 1)               // stale
+	write("pod-A", 12.4, "y", "3", 1)                // also stale
+	for _, pod := range []string{"pod-A", "pod-C"} { // both logs complete
+		s.Events[pod] = append(s.Events[pod], eventlog.Event{Time: at(20), Pod: pod, Kind: eventlog.KindStopped})
+	}
 	return s
 }
 

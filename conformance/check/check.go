@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/eventlog"
 )
 
 // Verdict is one check's judgement of one scenario.
@@ -28,8 +29,20 @@ type Verdict struct {
 type Checker struct {
 	Name        string
 	Description string
-	Fn          func(*history.Scenario) Verdict
+	// Needs are the evidence sources the check judges from: when one is
+	// missing from the history the verdict is INCONCLUSIVE (unless what
+	// was there already shows a violation).
+	Needs []string
+	Fn    func(*history.Scenario) Verdict
 }
+
+// Evidence sources, shorter to write in the table below.
+const (
+	lease  = history.EvidenceLease
+	sink   = history.EvidenceSink
+	state  = history.EvidenceFinalState
+	events = history.EvidenceEvents
+)
 
 // maxEvidence bounds the lines a verdict keeps; the count of the rest is kept.
 const maxEvidence = 20
@@ -55,21 +68,21 @@ const (
 
 // All is every checker, in report order.
 var All = []Checker{
-	{TermMonotonic, "the Lease term never goes back or repeats, over a watch with no gaps", checkTermMonotonic},
-	{TermStep, "the term goes +1 on every holder change and is unchanged on renew", checkTermStep},
-	{NoStaleCommit, "no commit with epoch < T after the sink saw T (or after T was acquired, for a term never fenced)", checkNoStaleCommit},
-	{EpochHeldByWriter, "every commit's epoch was held by the pod that wrote it", checkEpochHeld},
-	{RowEpochMonotonic, "per row, committed epochs never return to an older epoch", checkRowEpoch},
-	{RejectedNotInState, "rejected writes never appear in the sink's final state", checkRejectedNotInState},
-	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", checkFloorMonotonic},
-	{Idempotency, "no Idempotency-Key is applied twice", checkIdempotency},
-	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", checkUnfenced},
-	{OldLeaderStepsDown, "after every takeover the previous holder logs lost (or stops)", checkStepsDown},
-	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered", checkBridgeDrain},
-	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", checkBridgeAbort},
-	{BridgeJoin, "every bridge is joined within drain_timeout", checkBridgeJoin},
-	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", checkRejectStaleSeen},
-	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", checkFailoverLiveness},
+	{TermMonotonic, "the Lease term never goes back or repeats, over a watch with no gaps", []string{lease}, checkTermMonotonic},
+	{TermStep, "the term goes +1 on every holder change and is unchanged on renew", []string{lease}, checkTermStep},
+	{NoStaleCommit, "no commit with epoch < T after the sink saw T (or after T was acquired, for a term never fenced)", []string{lease, sink}, checkNoStaleCommit},
+	{EpochHeldByWriter, "every commit's epoch was held by the pod that wrote it", []string{lease, sink, events}, checkEpochHeld},
+	{RowEpochMonotonic, "per row, committed epochs never return to an older epoch", []string{sink}, checkRowEpoch},
+	{RejectedNotInState, "rejected writes never appear in the sink's final state", []string{sink, state}, checkRejectedNotInState},
+	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", []string{sink}, checkFloorMonotonic},
+	{Idempotency, "no Idempotency-Key is applied twice", []string{sink}, checkIdempotency},
+	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", []string{sink}, checkUnfenced},
+	{OldLeaderStepsDown, "after every takeover no write of the previous term reaches the sink later than drain_timeout", []string{lease, sink}, checkStepsDown},
+	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered", []string{events}, checkBridgeDrain},
+	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", []string{events}, checkBridgeAbort},
+	{BridgeJoin, "every bridge is joined within drain_timeout", []string{events}, checkBridgeJoin},
+	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},
+	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
 }
 
 // ByName finds a checker.
@@ -155,8 +168,7 @@ func EvaluateScenario(s *history.Scenario) []Result {
 		if !ok {
 			continue
 		}
-		v := c.Fn(s)
-		v.Check = c.Name
+		v := c.Judge(s)
 		r := Result{Scenario: s.Name, Expected: exp, Verdict: v}
 		r.OK = r.Outcome().OK()
 		out = append(out, r)
@@ -172,6 +184,51 @@ func EvaluateScenario(s *history.Scenario) []Result {
 		// Not OK whatever it expected: a check this build lacks judged nothing.
 		out = append(out, Result{Scenario: s.Name, Expected: s.Expect[name],
 			Verdict: Verdict{Check: name, Inconclusive: true, Evidence: []string{"no such check in this build"}}})
+	}
+	return out
+}
+
+// Judge runs the check on s, INCONCLUSIVE where evidence it needs is missing.
+func (c Checker) Judge(s *history.Scenario) Verdict {
+	v := withMissing(s, c.Needs, c.Fn(s))
+	v.Check = c.Name
+	return v
+}
+
+// withMissing makes v INCONCLUSIVE when evidence it needs was not
+// collected, saying which: a pass on partial evidence is no pass, and a
+// failure for lack of evidence catches nothing. A violation already shown
+// by what was collected stands.
+func withMissing(s *history.Scenario, needs []string, v Verdict) Verdict {
+	var why []string
+	for _, src := range needs {
+		for _, reason := range Missing(s, src) {
+			why = append(why, fmt.Sprintf("INCONCLUSIVE: %s evidence incomplete: %s", src, reason))
+		}
+	}
+	if len(why) == 0 {
+		return v
+	}
+	if v.Pass || v.Inconclusive {
+		v.Pass, v.Inconclusive = false, true
+	}
+	v.Evidence = append(why, v.Evidence...)
+	return v
+}
+
+// Missing says why evidence from src is incomplete in s: what the harness
+// recorded it could not collect, and, for event logs, every pod whose log
+// does not end with its stopped event (the last thing a reconciler logs; the
+// driver stops every pod before collecting, so a log without it was cut).
+func Missing(s *history.Scenario, src string) []string {
+	out := append([]string(nil), s.Missing[src]...)
+	if src == history.EvidenceEvents {
+		for _, pod := range s.Pods() {
+			evs := s.Events[pod]
+			if len(evs) == 0 || evs[len(evs)-1].Kind != eventlog.KindStopped {
+				out = append(out, pod+": its log does not end with the stopped event")
+			}
+		}
 	}
 	return out
 }

@@ -59,15 +59,19 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	events, problems := logs.Stop(ctx)
 	s.Hist.Events = events
 	s.Hist.Errors = append(s.Hist.Errors, problems...)
+	// What could not be read makes the checks that need it INCONCLUSIVE
+	// (an empty history must not pass as a clean one).
 	as, err := s.dep.Sink().History(ctx)
 	note(err)
 	s.Hist.Attempts = as
-	if err == nil {
-		recs, err := s.dep.Sink().Records(ctx, putKeys(as))
+	if err != nil {
+		s.Hist.MissingEvidence(history.EvidenceSink, err.Error())
+		s.Hist.MissingEvidence(history.EvidenceFinalState, "no sink history to read the records of")
+	} else if recs, err := s.dep.Sink().Records(ctx, putKeys(as)); err != nil {
 		note(err)
-		if err == nil {
-			s.Hist.FinalRecords = recs
-		}
+		s.Hist.MissingEvidence(history.EvidenceFinalState, err.Error())
+	} else {
+		s.Hist.FinalRecords = recs
 	}
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: scenario.PhaseCollect, Start: start, End: time.Now()})
 	s.dr.log("%s: collected %d sink attempts, events from %d pods", s.def.Name, len(s.Hist.Attempts), len(s.Hist.Events))

@@ -57,6 +57,9 @@ type Scenario struct {
 	// Errors are collection problems (a follower that failed, a fetch that
 	// failed); they are evidence, and the report shows them.
 	Errors []string `json:"errors,omitempty"`
+	// Missing is evidence the harness could not collect, by source
+	// (EvidenceSink, ...): every check that needs it is INCONCLUSIVE.
+	Missing map[string][]string `json:"missing,omitempty"`
 }
 
 // Config is how the scenario was set up: the timings the checks judge
@@ -126,6 +129,22 @@ type ChaosWindow struct {
 	Node      string    `json:"node,omitempty"`
 	Injected  time.Time `json:"injected"`
 	Recovered time.Time `json:"recovered"`
+}
+
+// Evidence sources the checks judge from.
+const (
+	EvidenceLease      = "lease"       // the Lease watch
+	EvidenceSink       = "sink"        // the sink's history of attempts
+	EvidenceFinalState = "final-state" // the sink's records read at the end
+	EvidenceEvents     = "events"      // the reconcilers' event logs
+)
+
+// MissingEvidence records that evidence from src could not be collected.
+func (s *Scenario) MissingEvidence(src, reason string) {
+	if s.Missing == nil {
+		s.Missing = map[string][]string{}
+	}
+	s.Missing[src] = append(s.Missing[src], reason)
 }
 
 // Chaos window kinds.

@@ -100,6 +100,17 @@ func Scenario(name string, d Defect) *history.Scenario {
 		history.Phase{Name: "steady", Start: T0.Add(time.Second), End: cutAt},
 		history.Phase{Name: "partition", Start: cutAt, End: healAt},
 		history.Phase{Name: "heal", Start: healAt, End: m.now})
+	// Then the driver stops every pod to collect: SIGTERM aborts the
+	// leader's bridge, and every log ends with the pod's stopped event.
+	if m.holder != nil {
+		m.shutdown(m.holder)
+	}
+	m.now = m.now.Add(100 * time.Millisecond)
+	for _, p := range m.pods {
+		if evs := s.Events[p.name]; len(evs) == 0 || evs[len(evs)-1].Kind != eventlog.KindStopped {
+			m.emit(p, eventlog.Event{Kind: eventlog.KindStopped})
+		}
+	}
 	s.Lease.End = m.now.Add(time.Second)
 	if d.WatchGap {
 		var kept []history.LeaseRecord
