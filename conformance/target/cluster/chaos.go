@@ -75,12 +75,26 @@ func (d *deployment) DeletePod(ctx context.Context, pod string) (history.ChaosWi
 	if err := pods.Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 		return history.ChaosWindow{}, fmt.Errorf("delete pod %s: %w", pod, err)
 	}
+	logged := map[string]bool{}
 	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "pod "+pod+" gone", func(ctx context.Context) (bool, error) {
+		d.readFinalLogs(ctx, logged, pod)
 		_, err := pods.Get(ctx, pod, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	w.Recovered = time.Now()
 	return w, err
+}
+
+// readFinalLogs reads, while they still exist, the whole log of each pod
+// not yet seen logging its stopped event, so that a follow stream that
+// stalled cannot cost the end of a deleted pod's log (the checks call a log
+// without its stopped event cut, and judge nothing from it).
+func (d *deployment) readFinalLogs(ctx context.Context, logged map[string]bool, pods ...string) {
+	for _, p := range pods {
+		if !logged[p] {
+			logged[p], _ = d.stopped(ctx, p)
+		}
+	}
 }
 
 // RollingRestart restarts the reconciler Deployment (a new pod template)
@@ -97,7 +111,9 @@ func (d *deployment) RollingRestart(ctx context.Context, leader string) (history
 	}
 	err = d.waitReady(ctx, ReconcilerDeployment)
 	if err == nil {
+		logged := map[string]bool{}
 		err = driver.Poll(ctx, d.t.opt.DeployTimeout, "the old pods gone", func(ctx context.Context) (bool, error) {
+			d.readFinalLogs(ctx, logged, before...)
 			now, err := d.Pods(ctx)
 			for _, p := range now {
 				for _, old := range before {
