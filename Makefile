@@ -13,9 +13,8 @@ GOFMT ?= gofmt
 ## test: unit tests, host integration tests, then the cluster proof tests.
 test: unit integration cluster-test
 
-## unit: pure logic, no cluster, no root.
-unit:
-	$(GO) vet ./...
+## unit: formatting, vet under every build tag, then the tests of pure logic (no cluster, no root).
+unit: fmt vet
 	$(GO) test -count=1 ./...
 	cd scripts/nodeimage && $(GO) vet ./... && $(GO) test -count=1 ./...
 
