@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/internal/cutproxy"
 )
 
 // proc is one reconciler process: a pod of the local target.
@@ -22,7 +23,7 @@ type proc struct {
 	pod       string
 	addr      string // its health, metrics and status listener
 	cmd       *exec.Cmd
-	api, sink *cutProxy
+	api, sink *cutproxy.Proxy
 	done      chan struct{} // closed when it exited and its output is read
 
 	mu sync.Mutex
@@ -72,11 +73,11 @@ func (r *proc) kill() {
 // the sink through proxies of its own.
 func (d *deployment) startReconciler(pod string) (*proc, error) {
 	o := d.t.opt
-	api, err := newCutProxy(o.APIServer)
+	api, err := cutproxy.New(o.APIServer)
 	if err != nil {
 		return nil, err
 	}
-	sink, err := newCutProxy(d.sinkAddr)
+	sink, err := cutproxy.New(d.sinkAddr)
 	if err != nil {
 		api.Close()
 		return nil, err
@@ -88,7 +89,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 		return nil, fmt.Errorf("start %s: %w", pod, err)
 	}
 	kc := filepath.Join(d.dir, pod+".kubeconfig")
-	if err := o.Kubeconfig(kc, "https://"+api.addr()); err != nil {
+	if err := o.Kubeconfig(kc, "https://"+api.Addr()); err != nil {
 		return fail(err)
 	}
 	port, err := freePort()
@@ -96,7 +97,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 		return fail(err)
 	}
 	r.addr = fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"--kubeconfig", kc, "--lease-namespace", d.ns, "--sink-url", "http://" + sink.addr(), "--addr", r.addr}, d.spec.ReconcilerArgs...)
+	args := append([]string{"--kubeconfig", kc, "--lease-namespace", d.ns, "--sink-url", "http://" + sink.Addr(), "--addr", r.addr}, d.spec.ReconcilerArgs...)
 	r.cmd = exec.Command(o.ReconcilerBin, args...)
 	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod, "POD_NAMESPACE="+d.ns)
 	out, err := r.cmd.StdoutPipe()

@@ -1,4 +1,7 @@
-package local
+// Package cutproxy is a loopback TCP proxy that can be cut: the local
+// stand-in for a partition of one process from a server (the apiserver, the
+// sink) in the tests and the local conformance target.
+package cutproxy
 
 import (
 	"io"
@@ -6,11 +9,10 @@ import (
 	"sync"
 )
 
-// cutProxy forwards TCP to a target until cut: then it drops every open
-// connection (as a route change in the pod's netns does) and holds new
-// ones unanswered until healed. Each reconciler reaches the apiserver and
-// the sink through its own pair, so one process can be cut off alone.
-type cutProxy struct {
+// Proxy forwards TCP to a target until cut: then it drops every open
+// connection (as a route change in a pod's netns does) and holds new ones
+// unanswered until healed.
+type Proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -19,19 +21,21 @@ type cutProxy struct {
 	held   []net.Conn
 }
 
-func newCutProxy(target string) (*cutProxy, error) {
+// New listens on a loopback port and forwards to target (host:port).
+func New(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &cutProxy{ln: ln, target: target, open: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, open: map[net.Conn]bool{}}
 	go p.serve()
 	return p, nil
 }
 
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *cutProxy) serve() {
+func (p *Proxy) serve() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -57,7 +61,7 @@ func (p *cutProxy) serve() {
 	}
 }
 
-func (p *cutProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	_, _ = io.Copy(dst, src)
 	dst.Close()
 	src.Close()
@@ -68,7 +72,7 @@ func (p *cutProxy) pipe(dst, src net.Conn) {
 }
 
 // Cut drops the open connections and holds new ones.
-func (p *cutProxy) Cut() {
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
@@ -79,7 +83,7 @@ func (p *cutProxy) Cut() {
 
 // Heal lets connections through again; the held ones are closed, so their
 // clients dial anew.
-func (p *cutProxy) Heal() {
+func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
@@ -89,4 +93,5 @@ func (p *cutProxy) Heal() {
 	p.held = nil
 }
 
-func (p *cutProxy) Close() { p.ln.Close(); p.Cut(); p.Heal() }
+// Close stops listening and drops every connection.
+func (p *Proxy) Close() { p.ln.Close(); p.Cut(); p.Heal() }
