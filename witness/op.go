@@ -67,6 +67,9 @@ type answer struct {
 	bodyLen   int64  // bytes of answer body passed back
 	truncated bool   // body is only a prefix of the answer
 	err       string // why there is no definite answer; "" when there is
+	// notSent: the upstream could not be reached (dial failed), so the
+	// request certainly took no effect.
+	notSent bool
 }
 
 // value is what the body tap saw of the request body.
@@ -77,14 +80,17 @@ type value struct {
 }
 
 // classify is the Jepsen type of an exchange. A 5xx is info, not fail: a
-// sink that failed or timed out may have committed before it answered.
-func classify(status int, err string) record.Type {
+// sink that failed or timed out may have committed before it answered. A
+// request that never left is fail: nothing can have taken effect.
+func classify(a answer) record.Type {
 	switch {
-	case err != "":
+	case a.notSent:
+		return record.Fail
+	case a.err != "":
 		return record.Info
-	case status >= 200 && status < 300:
+	case a.status >= 200 && a.status < 300:
 		return record.OK
-	case status >= 300 && status < 500:
+	case a.status >= 300 && a.status < 500:
 		return record.Fail
 	}
 	return record.Info
@@ -100,7 +106,7 @@ func finish(op record.Operation, v value, a answer) record.Operation {
 	op.Status = a.status
 	op.AnswerLen = a.bodyLen
 	op.Error = a.err
-	op.Type = classify(a.status, a.err)
+	op.Type = classify(a)
 	if op.Type == record.Info && a.err == "" {
 		op.Error = fmt.Sprintf("upstream answered %d: outcome unknown", a.status)
 	}

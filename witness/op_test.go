@@ -13,30 +13,32 @@ import (
 
 func TestClassify(t *testing.T) {
 	for _, c := range []struct {
-		status int
-		err    string
-		want   record.Type
+		status  int
+		err     string
+		notSent bool
+		want    record.Type
 	}{
-		{200, "", record.OK},
-		{201, "", record.OK},
-		{204, "", record.OK},
-		{299, "", record.OK},
-		{307, "", record.Fail}, // a redirect did not write
-		{400, "", record.Fail},
-		{404, "", record.Fail},
-		{409, "", record.Fail}, // REJECT_STALE_EPOCH
-		{422, "", record.Fail}, // IDEMPOTENCY_CONFLICT
-		{499, "", record.Fail},
-		{500, "", record.Info}, // the store may have committed
-		{503, "", record.Info},
-		{504, "", record.Info},
-		{0, "upstream: no answer: EOF", record.Info},
-		{200, "client went away while the answer was passed back", record.Info},
-		{409, "upstream: answer cut short", record.Info},
-		{100, "", record.Info},
+		{200, "", false, record.OK},
+		{201, "", false, record.OK},
+		{204, "", false, record.OK},
+		{299, "", false, record.OK},
+		{307, "", false, record.Fail}, // a redirect did not write
+		{400, "", false, record.Fail},
+		{404, "", false, record.Fail},
+		{409, "", false, record.Fail}, // REJECT_STALE_EPOCH
+		{422, "", false, record.Fail}, // IDEMPOTENCY_CONFLICT
+		{499, "", false, record.Fail},
+		{500, "", false, record.Info}, // the store may have committed
+		{503, "", false, record.Info},
+		{504, "", false, record.Info},
+		{0, "upstream: no answer: EOF", false, record.Info},
+		{200, "client went away while the answer was passed back", false, record.Info},
+		{409, "upstream: answer cut short", false, record.Info},
+		{100, "", false, record.Info},
+		{0, "upstream: no answer: dial tcp: connection refused", true, record.Fail}, // never sent
 	} {
-		if got := classify(c.status, c.err); got != c.want {
-			t.Errorf("classify(%d, %q) = %s, want %s", c.status, c.err, got, c.want)
+		if got := classify(answer{status: c.status, err: c.err, notSent: c.notSent}); got != c.want {
+			t.Errorf("classify(%d, %q, not sent %v) = %s, want %s", c.status, c.err, c.notSent, got, c.want)
 		}
 	}
 }

@@ -143,7 +143,9 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	defer cancel()
 	resp, err := wt.rt.RoundTrip(wt.outbound(ctx, r, tap))
 	if err != nil {
-		return answer{err: wt.why(ctx, r, tap, "no answer", err)}
+		var oe *net.OpError
+		notSent := errors.As(err, &oe) && oe.Op == "dial"
+		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: notSent}
 	}
 	defer resp.Body.Close()
 	h := w.Header()

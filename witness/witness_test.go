@@ -433,3 +433,21 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Errorf("a trailing slash: %v", err)
 	}
 }
+
+// A dial that fails sent nothing: a definite fail, not info.
+func TestUpstreamUnreachableIsFail(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := startRig(t, Config{Upstream: "http://" + addr})
+	if resp, err := http.Post(r.url+contract.PathFence, "", nil); err == nil {
+		resp.Body.Close()
+		t.Errorf("client got %d, want its connection broken", resp.StatusCode)
+	}
+	if op := r.next(t); op.Type != record.Fail || !strings.Contains(op.Error, "connection refused") {
+		t.Errorf("op = %+v, want fail: connection refused", op)
+	}
+}

@@ -14,8 +14,8 @@ const (
 	Invoke Type = "invoke"
 	// OK: a 2xx answer; the operation took effect.
 	OK Type = "ok"
-	// Fail: a definite answer that it did not take effect (3xx, 4xx,
-	// e.g. 409 REJECT_STALE_EPOCH).
+	// Fail: certainly no effect: a definite answer (3xx, 4xx, e.g. 409
+	// REJECT_STALE_EPOCH), or the upstream could not even be dialled.
 	Fail Type = "fail"
 	// Info: indeterminate, it may or may not have taken effect: no answer
 	// (upstream error, timeout, the client went away) or a 5xx.
