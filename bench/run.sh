@@ -3,25 +3,27 @@
 # measured in the same run (never as a pass/fail on a timer).
 #   bridge   epoch bridge vs a bare channel (ns and allocs per envelope)
 #   sink     fenced vs unfenced writes, bbolt and PostgreSQL
+#   witness  sink writes through the witness vs direct (added p50/p99)
 #   kind-up  warm kind-up vs a bare `kind create cluster` (add --cold via KINDUP_ARGS)
 #   suite    conformance wall time vs its unavoidable waits (reads reports/latest)
-# Usage: bench/run.sh [bridge|sink|kind-up|suite]...   (default: all)
+# Usage: bench/run.sh [bridge|sink|witness|kind-up|suite]...   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")"
-case "${1:-}" in -h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,9p' "$(basename "$0")" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 which=("$@")
-[ ${#which[@]} -gt 0 ] || which=(bridge sink kind-up suite)
+[ ${#which[@]} -gt 0 ] || which=(bridge sink witness kind-up suite)
 rc=0
 for b in "${which[@]}"; do
 	echo "== bench: $b"
 	case "$b" in
 	bridge) bash bridge.sh || rc=1 ;;
 	sink) bash sink.sh || rc=1 ;;
+	witness) bash witness.sh || rc=1 ;;
 	kind-up) bash kind-up.sh ${KINDUP_ARGS:-} || rc=1 ;;
 	suite)
 		if [ -e ../reports/latest/history.json ]; then bash suite.sh ../reports/latest || rc=1
 		else echo "bench: no reports/latest yet: run 'make conformance' first" >&2; rc=1; fi ;;
-	*) echo "bench: unknown benchmark '$b' (bridge, sink, kind-up, suite)" >&2; exit 2 ;;
+	*) echo "bench: unknown benchmark '$b' (bridge, sink, witness, kind-up, suite)" >&2; exit 2 ;;
 	esac
 done
 exit $rc
