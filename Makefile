@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export FENCECHECK_CACHE ?= $(HOME)/.cache/fencecheck
 export KIND_CLUSTER_NAME ?= fencecheck
 export KUBECONFIG := $(FENCECHECK_CACHE)/kubeconfig-$(KIND_CLUSTER_NAME)
-IMAGES := reconciler sink chaos-agent probe
+IMAGES := reconciler sink witness chaos-agent probe
 GO ?= go
 GOFMT ?= gofmt
 

@@ -68,7 +68,7 @@ else
 	OWN_CLUSTER=1
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	if [ "$SKIP_IMAGES" = 0 ]; then
-		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink chaos-agent probe
+		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe
 	fi
 fi
 

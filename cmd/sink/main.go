@@ -103,8 +103,9 @@ func run(args []string) int {
 	defer st.Close()
 
 	cfg := sink.Config{Store: st, Log: log}
+	var v broken.Variant // the zero variant serves the handler as it is
 	if o.broken != "" {
-		v, _ := broken.Lookup(o.broken) // validated by parseFlags
+		v, _ = broken.Lookup(o.broken) // validated by parseFlags
 		cfg = v.Config(st, log)
 		log.Warn("serving a NEGATIVE CONTROL, not the reference sink", "variant", v.Name, "breaks", v.Description)
 	}
@@ -119,7 +120,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "sink:", err)
 		return 1
 	}
-	hs := sink.HTTPServer(srv.Handler(), sink.DefaultTimeouts)
+	hs := sink.HTTPServer(v.Serve(srv.Handler()), sink.DefaultTimeouts)
 	log.Info("sink listening", "addr", ln.Addr().String(), "store", o.store, "data", o.data, "broken", o.broken)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

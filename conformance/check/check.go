@@ -42,6 +42,7 @@ const (
 	sink   = history.EvidenceSink
 	state  = history.EvidenceFinalState
 	events = history.EvidenceEvents
+	wit    = history.EvidenceWitness
 )
 
 // maxEvidence bounds the lines a verdict keeps; the count of the rest is kept.
@@ -64,6 +65,7 @@ const (
 	BridgeJoin         = "bridge-join"
 	RejectStaleSeen    = "reject-stale-seen"
 	FailoverLiveness   = "failover-liveness"
+	WitnessAgrees      = "witness-agrees"
 )
 
 // All is every checker, in report order.
@@ -82,6 +84,7 @@ var All = []Checker{
 	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", []string{events}, checkBridgeAbort},
 	{BridgeJoin, "every bridge is joined within drain_timeout", []string{events}, checkBridgeJoin},
 	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},
+	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
 	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
 }
 
@@ -222,6 +225,9 @@ func withMissing(s *history.Scenario, needs []string, v Verdict) Verdict {
 // driver stops every pod before collecting, so a log without it was cut).
 func Missing(s *history.Scenario, src string) []string {
 	out := append([]string(nil), s.Missing[src]...)
+	if src == history.EvidenceWitness && s.Witness != nil && s.Witness.Dropped > 0 {
+		out = append(out, fmt.Sprintf("the witness dropped %d operations past its limit", s.Witness.Dropped))
+	}
 	if src == history.EvidenceEvents {
 		for _, pod := range s.Pods() {
 			evs := s.Events[pod]

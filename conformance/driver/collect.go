@@ -59,6 +59,12 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	events, problems := logs.Stop(ctx)
 	s.Hist.Events = events
 	s.Hist.Errors = append(s.Hist.Errors, problems...)
+	if w, err := s.dep.Witness(ctx); err != nil {
+		note(err)
+		s.Hist.MissingEvidence(history.EvidenceWitness, err.Error())
+	} else {
+		s.Hist.Witness = w
+	}
 	// What could not be read makes the checks that need it INCONCLUSIVE
 	// (an empty history must not pass as a clean one).
 	as, err := s.dep.Sink().History(ctx)
@@ -74,7 +80,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		s.Hist.FinalRecords = recs
 	}
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: scenario.PhaseCollect, Start: start, End: time.Now()})
-	s.dr.log("%s: collected %d sink attempts, events from %d pods", s.def.Name, len(s.Hist.Attempts), len(s.Hist.Events))
+	s.dr.log("%s: collected %d sink attempts, %d witness operations, events from %d pods", s.def.Name, len(s.Hist.Attempts), witnessOps(s.Hist), len(s.Hist.Events))
 	return s.Hist, errors.Join(errs...)
 }
 
@@ -90,4 +96,11 @@ func putKeys(as []contract.Attempt) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func witnessOps(h *history.Scenario) int {
+	if h.Witness == nil {
+		return 0
+	}
+	return len(h.Witness.Operations)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Spec is what a scenario deploys.
@@ -50,6 +51,9 @@ type Deployment interface {
 	Events() EventLog
 	// Sink reads the sink's history and state.
 	Sink() Sink
+	// Witness reads the history of the witness, the harness's recording
+	// proxy between the reconcilers and the sink.
+	Witness(ctx context.Context) (*record.History, error)
 	// Partition cuts pod off from the apiserver (and from the sink when
 	// alsoSink) for length and returns once the cut is healed.
 	Partition(ctx context.Context, pod string, length time.Duration, alsoSink bool) (history.ChaosWindow, error)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // FormatVersion is bumped on incompatible changes to the JSON shape.
@@ -50,8 +51,11 @@ type Scenario struct {
 	// absent the checks replay the committed attempts instead).
 	FinalRecords []contract.Record           `json:"final_records,omitempty"`
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
-	Chaos        []ChaosWindow               `json:"chaos,omitempty"`
-	Expect       map[string]Expectation      `json:"expect"` // by check name
+	// Witness is the harness's own record of every request the reconcilers
+	// sent to the sink and what came back (the client-side history).
+	Witness *record.History        `json:"witness,omitempty"`
+	Chaos   []ChaosWindow          `json:"chaos,omitempty"`
+	Expect  map[string]Expectation `json:"expect"` // by check name
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -137,6 +141,7 @@ const (
 	EvidenceSink       = "sink"        // the sink's history of attempts
 	EvidenceFinalState = "final-state" // the sink's records read at the end
 	EvidenceEvents     = "events"      // the reconcilers' event logs
+	EvidenceWitness    = "witness"     // the witness's client-side history
 )
 
 // MissingEvidence records that evidence from src could not be collected.

@@ -55,7 +55,7 @@ func TestLocalScenarios(t *testing.T) {
 		t.Logf("%s "+format, append([]any{time.Now().UTC().Format("15:04:05.000")}, a...)...)
 	}
 	target := local.New(local.Options{Kube: kubernetes.NewForConfigOrDie(api.Config), APIServer: "127.0.0.1:" + strconv.Itoa(api.Port),
-		Kubeconfig: api.Kubeconfig, SinkBin: build(t, dir, "sink"), ReconcilerBin: build(t, dir, "reconciler"), Dir: dir, Logf: logf})
+		Kubeconfig: api.Kubeconfig, SinkBin: build(t, dir, "sink"), WitnessBin: build(t, dir, "witness"), ReconcilerBin: build(t, dir, "reconciler"), Dir: dir, Logf: logf})
 	runID := "local-" + time.Now().UTC().Format("20060102-150405")
 	dr := &driver.Driver{Target: target, Config: driver.Config{Timing: scenario.DefaultTiming(), Seed: 1, RunID: runID,
 		Takeovers: 3, WaitTimeout: time.Minute, Logf: logf}}

@@ -38,8 +38,9 @@ func (r Reconciler) Args() []string {
 type SinkMode string
 
 const (
-	CorrectSink  SinkMode = ""
-	UnfencedSink SinkMode = "unfenced"
+	CorrectSink    SinkMode = ""
+	UnfencedSink   SinkMode = "unfenced"
+	HideCommitSink SinkMode = "hide-commit"
 )
 
 // Sink is how the reference sink runs in a scenario.

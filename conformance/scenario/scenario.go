@@ -97,7 +97,8 @@ func (t Timing) Config(d Def) history.Config {
 
 // safety is what every correct run must show.
 var safety = []string{check.TermMonotonic, check.TermStep, check.NoStaleCommit, check.EpochHeldByWriter,
-	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites}
+	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites,
+	check.WitnessAgrees}
 
 func expect(pass []string, extra map[string]history.Expectation) map[string]history.Expectation {
 	m := map[string]history.Expectation{}
@@ -188,6 +189,13 @@ func All() []Def {
 			Reconciler: Reconciler{NoDrain: true, WriteInterval: 5 * time.Millisecond},
 			CutSinkToo: true,
 			Expect:     control(check.BridgeDrain),
+		},
+		{
+			Name:        "neg-lying-sink",
+			Description: "negative control: a sink whose /v1/history hides a commit its client saw acknowledged: the witness the harness owns shows the lie",
+			Chaos:       PartitionOnce,
+			Sink:        Sink{Broken: HideCommitSink},
+			Expect:      control(check.WitnessAgrees),
 		},
 		{
 			Name:        "neg-term-on-renew",

@@ -70,6 +70,7 @@ func TestExpectationsAgainstSyntheticModel(t *testing.T) {
 		"neg-no-drain":                      {NoDrain: true},
 		"neg-term-on-renew":                 {TermOnRenew: true},
 		"neg-no-term-bump":                  {NoTermBump: true},
+		"neg-lying-sink":                    {HideCommit: true},
 	}
 	for _, d := range All() {
 		defect, ok := defects[d.Name]

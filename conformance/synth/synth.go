@@ -5,6 +5,8 @@
 package synth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/leader"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Defect selects a broken variant (zero value: everything correct).
@@ -26,6 +29,7 @@ type Defect struct {
 	Shutdown       bool // the last leader is shut down at the end (bridge abort)
 	SlowAbort      bool // the abort takes longer than the limit
 	WatchGap       bool // the Lease watch lost 2s (410 Gone)
+	HideCommit     bool // the sink's history hides one commit its client saw
 }
 
 // T0 is when every synthetic scenario starts.
@@ -123,6 +127,15 @@ func Scenario(name string, d Defect) *history.Scenario {
 		s.Lease.Records = kept
 		s.Lease.Gaps = []history.Gap{{From: from, To: to, Reason: "410 Gone: resourceVersion too old"}}
 	}
+	s.Witness = WitnessOf(s.Attempts)
+	if d.HideCommit {
+		for i, at := range s.Attempts {
+			if at.Committed() && at.Epoch == 2 {
+				s.Attempts = append(s.Attempts[:i:i], s.Attempts[i+1:]...)
+				break
+			}
+		}
+	}
 	state := map[string]contract.Record{}
 	var keys []string
 	for _, at := range s.Attempts {
@@ -136,7 +149,7 @@ func Scenario(name string, d Defect) *history.Scenario {
 	for _, k := range keys {
 		s.FinalRecords = append(s.FinalRecords, state[k])
 	}
-	for _, c := range []string{"term-monotonic", "term-step", "no-stale-commit", "epoch-held-by-writer",
+	for _, c := range []string{"term-monotonic", "term-step", "no-stale-commit", "epoch-held-by-writer", "witness-agrees",
 		"row-epoch-monotonic", "rejected-not-in-final-state", "floor-monotonic", "idempotency",
 		"unfenced-writes", "old-leader-steps-down", "bridge-drain", "bridge-join", "failover-liveness"} {
 		s.Expect[c] = history.MustPass
@@ -295,4 +308,32 @@ func (m *model) tick(successor *pod) {
 			}
 		}
 	}
+}
+
+// WitnessOf is the client-side history a witness in front of the sink
+// would have recorded for these attempts: one operation each, answered
+// with the sink's result.
+func WitnessOf(as []contract.Attempt) *record.History {
+	h := &record.History{Instance: "synthetic", Started: T0}
+	for i, a := range as {
+		o := record.Operation{ID: uint64(i + 1), Source: "10.244.1.5:40000", Invoked: a.Arrived.Add(-time.Millisecond), Completed: a.Arrived.Add(time.Millisecond),
+			Epoch: a.Epoch, Status: a.Status, Result: a.Result, Type: record.Fail}
+		if a.Epoch > 0 {
+			o.EpochHeader = fmt.Sprint(a.Epoch)
+		}
+		if a.Status/100 == 2 {
+			o.Type = record.OK
+		}
+		switch a.Op {
+		case contract.OpFence:
+			o.Method, o.Path = "POST", contract.PathFence
+		default:
+			sum := sha256.Sum256([]byte(a.Value))
+			o.Method, o.Path, o.Key, o.IdempotencyKey = "PUT", contract.RecordPath(a.Key), a.Key, a.IdempotencyKey
+			o.ValueLen, o.ValueSHA256 = int64(len(a.Value)), hex.EncodeToString(sum[:])
+		}
+		h.Operations = append(h.Operations, o)
+		h.Read = o.Completed
+	}
+	return h
 }

@@ -25,11 +25,14 @@ func (d *deployment) Partition(ctx context.Context, pod string, length time.Dura
 		return w, err
 	}
 	if alsoSink {
-		sinkIPs, err := d.sinkAddresses(ctx)
-		if err != nil {
-			return w, err
+		// The reconcilers reach the sink through the witness: cut both.
+		for _, svc := range []struct{ name, selector string }{{WitnessService, WitnessSelector}, {SinkService, SinkSelector}} {
+			ips, err := d.addresses(ctx, svc.name, svc.selector)
+			if err != nil {
+				return w, err
+			}
+			targets = append(targets, ips...)
 		}
-		targets = append(targets, sinkIPs...)
 	}
 	nc := chaos.NewPartition(chaos.PartitionSpec{Namespace: d.ns, PodNamespace: d.ns, PodName: pod, Targets: targets, Duration: length})
 	d.t.log("%s: NetworkChaos for %s from %s for %v", d.ns, pod, strings.Join(targets, ","), length)
@@ -48,16 +51,16 @@ func (d *deployment) Partition(ctx context.Context, pod string, length time.Dura
 	return w, err
 }
 
-// sinkAddresses are the sink Service's ClusterIP and its pods' IPs.
-func (d *deployment) sinkAddresses(ctx context.Context) ([]string, error) {
-	svc, err := d.t.opt.Kube.CoreV1().Services(d.ns).Get(ctx, SinkService, metav1.GetOptions{})
+// addresses are a Service's ClusterIP and its pods' IPs.
+func (d *deployment) addresses(ctx context.Context, service, selector string) ([]string, error) {
+	svc, err := d.t.opt.Kube.CoreV1().Services(d.ns).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("sink addresses: %w", err)
+		return nil, fmt.Errorf("%s addresses: %w", service, err)
 	}
 	out := []string{svc.Spec.ClusterIP}
-	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: SinkSelector})
+	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return nil, fmt.Errorf("sink addresses: %w", err)
+		return nil, fmt.Errorf("%s addresses: %w", service, err)
 	}
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" {

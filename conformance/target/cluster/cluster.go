@@ -31,6 +31,13 @@ const (
 	SinkService          = "sink"
 	SinkPort             = "8080"
 	StatusPort           = "8081"
+	WitnessDeployment    = "witness"
+	WitnessSelector      = "app=fencecheck-witness"
+	WitnessService       = "witness"
+	WitnessAdminPort     = "8082"
+	// WitnessURL is where the reconcilers write: the witness, which
+	// forwards to the sink and records every exchange.
+	WitnessURL = "http://witness:8080"
 )
 
 // Options configure the target.

@@ -66,15 +66,23 @@ func Manifests(ctx context.Context, root, dir, ns, deployment string, args []str
 	return objs, nil
 }
 
-// Deploy creates the sink, waits for it, then the reconcilers.
+// Deploy creates the sink and the witness in front of it, waits for them,
+// then the reconcilers, which write through the witness (the last
+// --sink-url wins).
 func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	if err := d.create(ctx, "manifests/sink", SinkDeployment, spec.SinkArgs, 0); err != nil {
 		return err
 	}
-	if err := d.waitReady(ctx, SinkDeployment); err != nil {
+	if err := d.create(ctx, "manifests/witness", WitnessDeployment, nil, 0); err != nil {
 		return err
 	}
-	if err := d.create(ctx, "manifests/reconciler", ReconcilerDeployment, spec.ReconcilerArgs, spec.Replicas); err != nil {
+	for _, dep := range []string{SinkDeployment, WitnessDeployment} {
+		if err := d.waitReady(ctx, dep); err != nil {
+			return err
+		}
+	}
+	args := append(append([]string(nil), spec.ReconcilerArgs...), "--sink-url="+WitnessURL)
+	if err := d.create(ctx, "manifests/reconciler", ReconcilerDeployment, args, spec.Replicas); err != nil {
 		return err
 	}
 	return d.waitReady(ctx, ReconcilerDeployment)
@@ -143,7 +151,7 @@ func (d *deployment) podProblems(deployment string) string {
 			case cs.State.Waiting != nil:
 				hint := ""
 				if strings.Contains(cs.State.Waiting.Reason, "Image") {
-					hint = " (load the images: flock $FENCECHECK_CACHE/kind.lock bash scripts/images.sh reconciler sink chaos-agent)"
+					hint = " (load the images: flock $FENCECHECK_CACHE/kind.lock bash scripts/images.sh reconciler sink witness chaos-agent)"
 				}
 				out = append(out, fmt.Sprintf("%s: %s %s%s", p.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message, hint))
 			case cs.State.Terminated != nil:

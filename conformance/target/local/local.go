@@ -28,6 +28,8 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/witness"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Options configure the target.
@@ -38,8 +40,8 @@ type Options struct {
 	// Kubeconfig writes a kubeconfig for the apiserver reached at server
 	// (an https URL): each reconciler gets one pointing at its proxy.
 	Kubeconfig func(path, server string) error
-	// SinkBin and ReconcilerBin are the built binaries.
-	SinkBin, ReconcilerBin string
+	// SinkBin, WitnessBin and ReconcilerBin are the built binaries.
+	SinkBin, WitnessBin, ReconcilerBin string
 	// Dir holds each scenario's data, kubeconfigs and stderr logs.
 	Dir string
 	// StartTimeout bounds a process's start and stop.
@@ -81,45 +83,62 @@ type deployment struct {
 	ns, dir  string
 	spec     driver.Spec
 	sinkAddr string
-	sinkCmd  *exec.Cmd
 	client   *client.Client
+	// witnessAddr is where the reconcilers' sink proxies lead: the
+	// witness, which forwards to the sink; witnessAdmin serves its history.
+	witnessAddr, witnessAdmin string
+	servers                   []*exec.Cmd // the sink and the witness
 
 	mu    sync.Mutex
 	procs []*proc // every reconciler started, exited ones too
 	next  int     // the next pod's number
 }
 
-// Deploy starts the sink, waits until it answers, then the reconcilers.
+// Deploy starts the sink and the witness in front of it, waits until they
+// answer, then the reconcilers.
 func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	d.spec = spec
-	port, err := freePort()
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
-	d.sinkAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	d.sinkAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	d.witnessAddr, d.witnessAdmin = fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
 	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}}
-	args := append([]string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data")}, spec.SinkArgs...)
-	d.sinkCmd = exec.Command(d.t.opt.SinkBin, args...)
-	logf, err := os.Create(filepath.Join(d.dir, "sink.log"))
-	if err != nil {
+	if err := d.startServer(ctx, "sink", d.t.opt.SinkBin, append([]string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data")}, spec.SinkArgs...),
+		func(ctx context.Context) (bool, error) { _, _, err := d.client.Floor(ctx); return err == nil, err }); err != nil {
 		return err
 	}
-	d.sinkCmd.Stdout, d.sinkCmd.Stderr = logf, logf
-	if err := d.sinkCmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start the sink: %w", err)
-	}
-	go func() { _ = d.sinkCmd.Wait(); logf.Close() }()
-	if err := driver.Poll(ctx, d.t.opt.StartTimeout, "the sink answering", func(ctx context.Context) (bool, error) {
-		_, _, err := d.client.Floor(ctx)
-		return err == nil, err
-	}); err != nil {
-		return fmt.Errorf("%w (see %s)", err, filepath.Join(d.dir, "sink.log"))
+	if err := d.startServer(ctx, "witness", d.t.opt.WitnessBin, []string{"--listen", d.witnessAddr, "--admin", d.witnessAdmin, "--upstream", "http://" + d.sinkAddr},
+		func(ctx context.Context) (bool, error) { return httpOK(ctx, "http://"+d.witnessAdmin+"/healthz") }); err != nil {
+		return err
 	}
 	for range spec.Replicas {
 		if _, err := d.addReconciler(ctx); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// startServer starts bin with its output in name.log and waits until up
+// says it answers.
+func (d *deployment) startServer(ctx context.Context, name, bin string, args []string, up func(context.Context) (bool, error)) error {
+	cmd := exec.Command(bin, args...)
+	logPath := filepath.Join(d.dir, name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start the %s: %w", name, err)
+	}
+	d.servers = append(d.servers, cmd)
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	if err := driver.Poll(ctx, d.t.opt.StartTimeout, "the "+name+" answering", up); err != nil {
+		return fmt.Errorf("%w (see %s)", err, logPath)
 	}
 	return nil
 }
@@ -206,8 +225,8 @@ func (d *deployment) Close(ctx context.Context) error {
 	for _, r := range d.all() {
 		r.kill()
 	}
-	if d.sinkCmd != nil && d.sinkCmd.Process != nil {
-		_ = d.sinkCmd.Process.Kill()
+	for _, cmd := range d.servers {
+		_ = cmd.Process.Kill()
 	}
 	return d.t.opt.Kube.CoreV1().Namespaces().Delete(ctx, d.ns, metav1.DeleteOptions{})
 }
@@ -260,12 +279,38 @@ func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, er
 	return out, nil
 }
 
-// freePort asks the kernel for a loopback port that is free now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// Witness reads the witness's history from its admin listener.
+func (d *deployment) Witness(ctx context.Context) (*record.History, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.witnessAdmin+witness.PathHistory, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("witness history: %w", err)
+	}
+	defer resp.Body.Close()
+	var h record.History
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("witness history: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return nil, fmt.Errorf("witness history: bad body: %w", err)
+	}
+	return &h, nil
+}
+
+// freePorts asks the kernel for n loopback ports that are free now (all
+// held until all are chosen, so they differ).
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
 }

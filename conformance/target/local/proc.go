@@ -70,14 +70,14 @@ func (r *proc) kill() {
 }
 
 // startReconciler starts pod as a process that reaches the apiserver and
-// the sink through proxies of its own.
+// the witness (thus the sink) through proxies of its own.
 func (d *deployment) startReconciler(pod string) (*proc, error) {
 	o := d.t.opt
 	api, err := cutproxy.New(o.APIServer)
 	if err != nil {
 		return nil, err
 	}
-	sink, err := cutproxy.New(d.sinkAddr)
+	sink, err := cutproxy.New(d.witnessAddr)
 	if err != nil {
 		api.Close()
 		return nil, err
@@ -92,11 +92,11 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 	if err := o.Kubeconfig(kc, "https://"+api.Addr()); err != nil {
 		return fail(err)
 	}
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return fail(err)
 	}
-	r.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	r.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	args := append([]string{"--kubeconfig", kc, "--lease-namespace", d.ns, "--sink-url", "http://" + sink.Addr(), "--addr", r.addr}, d.spec.ReconcilerArgs...)
 	r.cmd = exec.Command(o.ReconcilerBin, args...)
 	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod, "POD_NAMESPACE="+d.ns)

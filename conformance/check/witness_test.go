@@ -1,0 +1,60 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/witness/record"
+)
+
+func TestWitnessAgrees(t *testing.T) {
+	wantPass(t, synth.Scenario("correct", synth.Defect{}), WitnessAgrees)
+	// A lying sink: its history hides a commit a client saw acknowledged.
+	wantFail(t, synth.Scenario("hide-commit", synth.Defect{HideCommit: true}), WitnessAgrees, "the sink's history records it 0 time(s)")
+
+	// Its answers differ from its records: it answered OK, recorded a reject.
+	s := synth.Scenario("answers-differ", synth.Defect{})
+	for i, a := range s.Attempts {
+		if a.Committed() && a.Op == contract.OpPut {
+			s.Attempts[i].Result, s.Attempts[i].Status = contract.ResultRejectStale, 409
+			break
+		}
+	}
+	wantFail(t, s, WitnessAgrees, "a client was answered OK")
+
+	// It records an attempt no client sent.
+	s = synth.Scenario("invented", synth.Defect{})
+	last := s.Attempts[len(s.Attempts)-1]
+	last.Seq++
+	last.Key, last.Value, last.IdempotencyKey = "ghost", "boo", "ghost-1"
+	s.Attempts = append(s.Attempts, last)
+	wantFail(t, s, WitnessAgrees, "the witness saw 0 sent")
+
+	// A client whose answer was lost (info) may still have committed.
+	s = synth.Scenario("lost-answer", synth.Defect{})
+	for i, o := range s.Witness.Operations {
+		if o.Type == record.OK {
+			s.Witness.Operations[i].Type, s.Witness.Operations[i].Status, s.Witness.Operations[i].Result = record.Info, 0, ""
+			break
+		}
+	}
+	wantPass(t, s, WitnessAgrees)
+	// A request that never reached the sink (dial failed) is not counted.
+	s = synth.Scenario("dial-failed", synth.Defect{})
+	s.Witness.Operations = append(s.Witness.Operations, record.Operation{ID: 999, Method: "PUT", Key: "row-9", Type: record.Fail})
+	wantPass(t, s, WitnessAgrees)
+}
+
+func TestWitnessEvidenceMissing(t *testing.T) {
+	s := synth.Scenario("no-witness", synth.Defect{})
+	s.Witness = nil
+	wantInconclusive(t, s, WitnessAgrees, "no witness history")
+	s = synth.Scenario("dropped", synth.Defect{})
+	s.Witness.Dropped = 3
+	wantInconclusive(t, s, WitnessAgrees, "the witness dropped 3 operations")
+	s = synth.Scenario("no-witness-read", synth.Defect{})
+	s.MissingEvidence(history.EvidenceWitness, "witness history: connection refused")
+	wantInconclusive(t, s, WitnessAgrees, "witness evidence incomplete")
+}
