@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/synth"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 func verdict(t *testing.T, s *history.Scenario, name string) Verdict {
@@ -65,7 +67,7 @@ func TestMissingEvidenceIsInconclusive(t *testing.T) {
 	wantInconclusive(t, gap, TermStep, "watch gap")
 	s := synth.Scenario("no-sink", synth.Defect{})
 	s.MissingEvidence(history.EvidenceSink, "sink history via fc/sink:8080: the server could not find the requested resource")
-	for _, c := range []string{NoStaleCommit, Idempotency, FloorMonotonic, OldLeaderStepsDown, FailoverLiveness} {
+	for _, c := range []string{NoStaleCommit, Idempotency, FloorMonotonic, FailoverLiveness} {
 		wantInconclusive(t, s, c, "sink evidence incomplete")
 	}
 	wantPass(t, s, TermStep) // the Lease watch is intact
@@ -85,15 +87,20 @@ func TestMissingEvidenceIsInconclusive(t *testing.T) {
 // A correct history edited so that the old leader never stops sending
 // after it lost the Lease fails old-leader-steps-down, although its own
 // log (a lost event, then stopped) says it stepped down.
-func TestStepsDownJudgedFromTheSink(t *testing.T) {
+func TestStepsDownJudgedFromTheWitness(t *testing.T) {
 	s := synth.Scenario("edited", synth.Defect{})
 	wantPass(t, s, OldLeaderStepsDown)
 	to := Takeovers(s)[1]
-	last := s.Attempts[len(s.Attempts)-1]
-	s.Attempts = append(s.Attempts, contract.Attempt{Seq: last.Seq + 1, Arrived: to.Observed.Add(s.Config.DrainTimeout.D() + time.Second),
-		Op: contract.OpPut, Key: "row-001", Value: "late", Epoch: to.FromTerm, IdempotencyKey: "late-1", Status: 409,
-		Result: contract.ResultRejectStale, FloorAfter: last.FloorAfter})
+	late := s.Witness.Operations[len(s.Witness.Operations)-1]
+	late.ID++
+	late.Invoked = to.Observed.Add(s.Config.DrainTimeout.D() + time.Second)
+	late.Completed = late.Invoked.Add(time.Millisecond)
+	late.Method, late.Key, late.Epoch, late.EpochHeader = "PUT", "row-001", to.FromTerm, fmt.Sprint(to.FromTerm)
+	late.Type, late.Status, late.Result = record.Fail, 409, contract.ResultRejectStale
+	s.Witness.Operations = append(s.Witness.Operations, late)
 	wantFail(t, s, OldLeaderStepsDown, "kept sending after losing the Lease")
+	s.Witness = nil
+	wantInconclusive(t, s, OldLeaderStepsDown, "no witness history")
 }
 
 // Every check the correct synthetic run expects passes.

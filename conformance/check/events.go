@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
-	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/leader"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // PodOf maps a holder identity to its pod: from the pods' own events when
@@ -25,16 +25,19 @@ func PodOf(s *history.Scenario, identity string) string {
 	return leader.PodOf(identity)
 }
 
-// checkStepsDown judges, from the Lease watch and the sink's history (not
-// from the old leader's own account), that every previous holder stopped
-// sending once it lost the Lease: no write stamped with its term reaches
-// the sink later than drain_timeout after the takeover the watch saw (its
-// bridge may still drain until then). A write carries its term in the
-// epoch header, so no log is needed to attribute it.
+// checkStepsDown judges, from the Lease watch and the witness (not from
+// the old leader's own account), that every previous holder stopped
+// sending once it lost the Lease: no write stamped with its term is sent
+// later than drain_timeout after the takeover the watch saw (its bridge
+// may still drain until then). A write carries its term in the epoch
+// header, so no log is needed to attribute it.
 func checkStepsDown(s *history.Scenario) Verdict {
 	var e evidence
+	if s.Witness == nil {
+		e.unknownf("no witness history: what the old leader sent is unknown")
+		return e.verdict()
+	}
 	n := 0
-	as := attempts(s)
 	for _, t := range Takeovers(s) {
 		if t.From == "" || t.FromTerm == t.ToTerm {
 			continue // the first holder; or no new term to tell the writers apart (term-step judges that)
@@ -42,29 +45,30 @@ func checkStepsDown(s *history.Scenario) Verdict {
 		n++
 		limit := t.Observed.Add(s.Config.DrainTimeout.D())
 		late, unstamped := 0, 0
-		var last contract.Attempt
-		for _, a := range as {
-			if a.Op != contract.OpPut || !a.Arrived.After(limit) {
+		var last record.Operation
+		for _, o := range s.Witness.Operations {
+			if o.Method != "PUT" || !o.Invoked.After(limit) {
 				continue
 			}
-			switch a.Epoch {
-			case 0:
+			switch {
+			case !o.EpochValid():
 				unstamped++
-			case t.FromTerm:
+			case o.Epoch == t.FromTerm:
 				if late == 0 {
-					e.failf("%s kept sending after losing the Lease to %s at %s: %s arrived at %s, past drain_timeout %v", t.From, t.To, ts(t.Observed), describe(a), ts(a.Arrived), s.Config.DrainTimeout.D())
+					e.failf("%s kept sending after losing the Lease to %s at %s: put %s epoch %d sent at %s (%s %s), past drain_timeout %v",
+						t.From, t.To, ts(t.Observed), o.Key, o.Epoch, ts(o.Invoked), o.Type, o.Result, s.Config.DrainTimeout.D())
 				}
 				late++
-				last = a
+				last = o
 			}
 		}
 		switch {
 		case late > 0:
-			e.addf("%s: %d writes of term %d after %s + drain_timeout, the last at %s", t.From, late, t.FromTerm, ts(t.Observed), ts(last.Arrived))
+			e.addf("%s: %d writes of term %d sent after %s + drain_timeout, the last at %s", t.From, late, t.FromTerm, ts(t.Observed), ts(last.Invoked))
 		case unstamped > 0:
-			e.unknownf("takeover %s -> %s at %s: %d writes without an epoch arrived after drain_timeout and cannot be told apart", t.From, t.To, ts(t.Observed), unstamped)
+			e.unknownf("takeover %s -> %s at %s: %d writes without a valid epoch were sent after drain_timeout and cannot be told apart", t.From, t.To, ts(t.Observed), unstamped)
 		default:
-			e.addf("%s (term %d) sent nothing that reached the sink later than drain_timeout after losing the Lease at %s", t.From, t.FromTerm, ts(t.Observed))
+			e.addf("%s (term %d) sent nothing later than drain_timeout after losing the Lease at %s", t.From, t.FromTerm, ts(t.Observed))
 		}
 	}
 	if n == 0 {
