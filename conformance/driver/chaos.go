@@ -78,6 +78,7 @@ func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, h
 	if err != nil {
 		return err
 	}
+	tookOver := time.Now() // the watch saw the new holder just now
 	s.dr.log("%s: takeover %s -> %s", s.def.Name, oldHolder, newHolder)
 	if err := s.waitCommits(ctx, healed, scenario.SettleCommits); err != nil {
 		return err
@@ -91,9 +92,14 @@ func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, h
 	if s.def.Reconciler.IgnoreDemotion {
 		// The stale producer keeps writing: wait until it wrote one TTL
 		// after the heal, when its elector has surely read the Lease again
-		// (what a --live-epoch producer would stamp).
-		return s.waitEvent(ctx, oldPod, "writes a lease TTL after the heal", func(ev eventlog.Event) bool {
-			return ev.Kind == eventlog.KindWrite && ev.Time.After(healed.Add(s.dr.Timing.LeaseDuration)) && ev.Status != 0
+		// (what a --live-epoch producer would stamp), and past drain_timeout
+		// after the takeover, when a leader that steps down has stopped.
+		after := healed.Add(s.dr.Timing.LeaseDuration)
+		if t := tookOver.Add(s.dr.Timing.DrainTimeout); t.After(after) {
+			after = t
+		}
+		return s.waitEvent(ctx, oldPod, "writes past "+after.Format("15:04:05.000"), func(ev eventlog.Event) bool {
+			return ev.Kind == eventlog.KindWrite && ev.Time.After(after) && ev.Status != 0
 		})
 	}
 	return s.waitEvent(ctx, oldPod, "bridge_joined or stopped", func(ev eventlog.Event) bool {

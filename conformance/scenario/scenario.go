@@ -168,10 +168,10 @@ func All() []Def {
 		},
 		{
 			Name:        "neg-ignore-demotion-unfenced-sink",
-			Description: "negative control: --ignore-demotion with an unfenced sink: the stale leader's writes commit after the new term's fence",
+			Description: "negative control: --ignore-demotion with an unfenced sink: the stale leader keeps sending and its writes commit after the new term's fence",
 			Chaos:       PartitionOnce,
 			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: UnfencedSink},
-			Expect: control(check.NoStaleCommit),
+			Expect: control(check.NoStaleCommit, check.OldLeaderStepsDown),
 		},
 		{
 			Name:        "neg-live-epoch",

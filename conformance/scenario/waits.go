@@ -63,9 +63,14 @@ func MeasureWaits(r *history.Run) []Waits {
 			t.Unavoidable += settle
 		}
 		if s.Config.IgnoreDemotion {
-			// The driver waits one TTL after the heal so the stale leader
-			// has read the Lease again before it is judged.
-			t.Unavoidable += s.Config.LeaseDuration.D()
+			// The driver waits until the stale leader wrote a TTL after the
+			// heal and drain_timeout after the takeover (about a TTL after
+			// the cut), so it has read the Lease again and outlived any
+			// drain before it is judged.
+			lease, drain := s.Config.LeaseDuration.D(), s.Config.DrainTimeout.D()
+			for _, w := range s.Chaos {
+				t.Unavoidable += max(lease, w.Injected.Add(lease+drain).Sub(w.Recovered))
+			}
 		}
 		if t.Unavoidable > 0 {
 			t.Ratio = float64(t.Active) / float64(t.Unavoidable)
