@@ -30,6 +30,7 @@ var expectedFailures = map[string][]string{
 		"core/fence-raises-floor", "core/fence-below-floor-rejected",
 		"idempotency/rejected-write-not-remembered",
 		"durability/floor-survives-restart", "concurrency/linearizable",
+		"hygiene/epoch-format-is-400", // a missing epoch is accepted, not refused with 400
 	},
 	"forget-floor":  {"durability/floor-survives-restart"},
 	"racy":          {"concurrency/linearizable"},
@@ -64,8 +65,8 @@ func TestCertifyVariantsOnBolt(t *testing.T) {
 			if got := rep.Failed(); !slices.Equal(sorted(got), sorted(want)) {
 				t.Errorf("failed checks\n got  %v\n want %v", got, want)
 			}
-			if len(rep.Results) != 22 {
-				t.Errorf("%d checks ran, want 22 (all profiles)", len(rep.Results))
+			if n := len(certify.Checks(nil)); len(rep.Results) != n {
+				t.Errorf("%d checks ran, want %d (all profiles)", len(rep.Results), n)
 			}
 		})
 	}
@@ -147,11 +148,11 @@ func TestReportsWritten(t *testing.T) {
 		return string(b)
 	}
 	ju := read(certify.FileJUnit)
-	if !strings.Contains(ju, `<testsuite name="certify/core" tests="11" failures="2"`) || !strings.Contains(ju, `<failure message="POST fence`) {
+	if !strings.Contains(ju, `<testsuite name="certify/core" tests="10" failures="2"`) || !strings.Contains(ju, `<failure message="POST fence`) {
 		t.Errorf("junit.xml lacks the suite or the failure:\n%s", ju)
 	}
 	md := read(certify.FileCertificate)
-	for _, want := range []string{"| core | **FAIL** | 9/11 |", "| idempotency | not run |", "### `core/fence-raises-floor`", "> POST /v1/fence"} {
+	for _, want := range []string{"| core | **FAIL** | 8/10 |", "| idempotency | not run |", "### `core/fence-raises-floor`", "> POST /v1/fence"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("certificate.md lacks %q:\n%s", want, md)
 		}

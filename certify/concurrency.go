@@ -108,7 +108,7 @@ func genOp(rng *rand.Rand, w, j, n int, e uint64) opInput {
 	switch r := rng.Intn(100); {
 	case r < 55:
 		in.kind = opPut
-		in.value = fmt.Sprintf("w%d-op%d", w, j)
+		in.value = randValue(rng)
 	case r < 70:
 		in.kind = opFence
 	case r < 85:
@@ -155,7 +155,7 @@ func (s *session) do(l *loadRun, in opInput) opOutput {
 		out.err = err.Error()
 	}
 	if out.err != "" {
-		out.err += fmt.Sprintf(" (status %d body %s)", rep.Status, truncate(strings.TrimSpace(string(rep.Body)), 120))
+		out.err += fmt.Sprintf(" (status %d body %s)", rep.Status, quote(string(rep.Body), 120))
 	}
 	return out
 }
@@ -179,11 +179,11 @@ func describeOp(in opInput, out opOutput) string {
 	fmt.Fprintf(&b, " -> %d", out.status)
 	switch {
 	case in.kind == opGet && out.status == http.StatusOK:
-		fmt.Fprintf(&b, " value %s epoch %d", out.value, out.epoch)
+		fmt.Fprintf(&b, " value %s epoch %d", quote(out.value, 40), out.epoch)
 	case in.kind == opPut && out.status == http.StatusOK:
-		fmt.Fprintf(&b, " %s epoch %d", out.result, out.epoch)
+		fmt.Fprintf(&b, " %s epoch %d", quote(out.result, 40), out.epoch)
 	case in.kind != opGet:
-		fmt.Fprintf(&b, " %s highest_epoch %d", out.result, out.highest)
+		fmt.Fprintf(&b, " %s highest_epoch %d", quote(out.result, 40), out.highest)
 	}
 	return b.String()
 }

@@ -84,7 +84,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"core"}, []string{"core/value-size-limit"}},
+		}, []string{"core", "hygiene"}, []string{"hygiene/value-size-limit"}},
 
 		{"overloaded (every 5th request 503)", func(t *testing.T) *sinktest.Sink {
 			var n atomic.Int64
@@ -108,7 +108,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"idempotency"}, []string{"idempotency/malformed-key-rejected"}},
+		}, []string{"idempotency", "hygiene"}, []string{"hygiene/malformed-idempotency-key-rejected"}},
 
 		{"reads lie (GET returns 404)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, boltOpener(t.TempDir()), reference, func(h http.Handler) http.Handler {
@@ -120,7 +120,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected", "core/value-size-limit"}},
+		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

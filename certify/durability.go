@@ -16,6 +16,7 @@ type durableSetup struct {
 	ex      []Exchange
 	e       uint64
 	k1, k2  string
+	v1, v2  string
 	i1      string
 	elapsed time.Duration
 }
@@ -35,11 +36,12 @@ func (s *session) durable() *durableSetup {
 	if d.err != nil {
 		return d
 	}
-	d.k1, d.k2, d.i1 = s.key(), s.key(), s.idem("before-restart")
+	d.k1, d.k2, d.i1 = s.key(), s.key(), s.idem()
+	d.v1, d.v2 = s.value(), s.value()
 	if d.err = all(
-		func() error { return s.putOK(d.k1, "before-restart-1", d.e, d.i1) },
+		func() error { return s.putOK(d.k1, d.v1, d.e, d.i1) },
 		func() error { return s.fenceOK(d.e + 3) },
-		func() error { return s.putOK(d.k2, "before-restart-2", d.e+4, "") },
+		func() error { return s.putOK(d.k2, d.v2, d.e+4, "") },
 	); d.err != nil {
 		d.err = fmt.Errorf("setup before the restart failed: %w", d.err)
 		return d
@@ -97,7 +99,7 @@ func checkFloorSurvives(s *session) error {
 		k := s.key()
 		return all(
 			func() error { return s.floorAtLeast(d.e + 4) },
-			func() error { return s.putStale(k, "stale-after-restart", d.e+3, "", d.e+4) },
+			func() error { return s.putStale(k, s.v("stale"), d.e+3, "", d.e+4) },
 			func() error { return s.absent(k) },
 		)
 	})
@@ -106,8 +108,8 @@ func checkFloorSurvives(s *session) error {
 func checkRecordsSurvive(s *session) error {
 	return withSetup(s, func(d *durableSetup) error {
 		return all(
-			func() error { return s.recordIs(d.k1, "before-restart-1", d.e) },
-			func() error { return s.recordIs(d.k2, "before-restart-2", d.e+4) },
+			func() error { return s.recordIs(d.k1, d.v1, d.e) },
+			func() error { return s.recordIs(d.k2, d.v2, d.e+4) },
 		)
 	})
 }
@@ -116,9 +118,9 @@ func checkIdemSurvives(s *session) error {
 	return withSetup(s, func(d *durableSetup) error {
 		return all(
 			func() error {
-				return s.putExpect(d.k1, "before-restart-1", d.e, d.i1, http.StatusOK, "OK_DUP", d.e)
+				return s.putExpect(d.k1, d.v1, d.e, d.i1, http.StatusOK, "OK_DUP", d.e)
 			},
-			func() error { return s.recordIs(d.k1, "before-restart-1", d.e) },
+			func() error { return s.recordIs(d.k1, d.v1, d.e) },
 		)
 	})
 }

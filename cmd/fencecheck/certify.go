@@ -21,8 +21,9 @@ func init() {
 	register("certify", "check a sink against the sink contract v1 (core, idempotency, durability, concurrency)", runCertify)
 }
 
-// runCertify exits 0 when every check passed, 1 when a check failed,
-// 2 on bad usage and 3 when the sink cannot be reached.
+// runCertify exits 0 when every profile run passed, 1 when a check failed
+// (or the sink redirected), 2 on bad usage, 3 when the sink cannot be
+// reached and 4 when nothing failed but a check was inconclusive.
 func runCertify(args []string) int {
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	sinkURL := fs.String("sink-url", "", "base URL of the sink, e.g. http://localhost:8080 (required)")
@@ -38,8 +39,9 @@ func runCertify(args []string) int {
 		fmt.Fprintf(fs.Output(), `usage: fencecheck certify --sink-url URL [flags]
 
 Runs the sink contract v1 checks (docs/sink-contract.md) against a sink over
-HTTP and prints one line per check. Exit status: 0 all passed, 1 a check
-failed, 2 bad usage, 3 the sink could not be reached.
+HTTP and prints one line per check. Exit status: 0 every profile passed,
+1 a check failed or the sink redirected, 2 bad usage, 3 the sink could not
+be reached, 4 no failure but a check was inconclusive or did not run.
 
 flags:
 `)
@@ -86,8 +88,11 @@ flags:
 	rep, err := certify.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "certify:", err)
-		if errors.Is(err, certify.ErrUnreachable) {
+		switch {
+		case errors.Is(err, certify.ErrUnreachable):
 			return 3
+		case errors.Is(err, certify.ErrRedirect):
+			return 1
 		}
 		return 2
 	}
@@ -98,17 +103,25 @@ flags:
 		}
 		fmt.Printf("reports: %s/{%s,%s,%s}\n", *reportDir, certify.FileJSON, certify.FileJUnit, certify.FileCertificate)
 	}
-	failed := rep.Failed()
+	return summarize(rep, profs)
+}
+
+// summarize prints a verdict per profile and picks the exit status: 0 only
+// when every profile asked for ran in full and passed.
+func summarize(rep certify.Report, profs []string) int {
+	failed, undecided := rep.Failed(), rep.InconclusiveChecks()
+	allPassed := true
 	for _, p := range profs {
-		v := "PASS"
-		if !rep.ProfilePassed(p) {
-			v = "FAIL"
-		}
+		v := rep.ProfileVerdict(p)
+		allPassed = allPassed && v == certify.ProfilePass
 		fmt.Printf("profile %-12s %s\n", p, v)
 	}
-	fmt.Printf("%d checks, %d failed\n", len(rep.Results), len(failed))
-	if len(failed) > 0 {
+	fmt.Printf("%d checks, %d failed, %d inconclusive (seed %d)\n", len(rep.Results), len(failed), len(undecided), rep.Seed)
+	switch {
+	case len(failed) > 0:
 		return 1
+	case !allPassed:
+		return 4
 	}
 	return 0
 }
