@@ -29,21 +29,22 @@ var expectedFailures = map[string][]string{
 		"core/malformed-epoch-rejected", // an empty epoch header is a missing epoch, which it accepts
 		"core/fence-raises-floor", "core/fence-below-floor-rejected",
 		"idempotency/rejected-write-not-remembered",
-		"durability/floor-survives-restart", "concurrency/linearizable",
+		"durability/floor-survives-restart", "durability/floor-survives-kill", "concurrency/linearizable",
 		"hygiene/epoch-format-is-400", // a missing epoch is accepted, not refused with 400
 	},
-	"forget-floor":  {"durability/floor-survives-restart"},
-	"racy":          {"concurrency/linearizable"},
-	"reject-equal":  {"core/equal-epoch-commits", "core/fence-raises-floor", "core/fence-at-floor-ok", "concurrency/linearizable"},
-	"ignore-fence":  {"core/fence-raises-floor", "core/fence-below-floor-rejected", "concurrency/linearizable"},
-	"per-key-floor": {"core/floor-is-global", "core/fence-raises-floor", "durability/floor-survives-restart", "concurrency/linearizable"},
+	"forget-floor":    {"durability/floor-survives-restart", "durability/floor-survives-kill"},
+	"fence-in-memory": {"durability/floor-survives-restart", "durability/floor-survives-kill"},
+	"racy":            {"concurrency/linearizable"},
+	"reject-equal":    {"core/equal-epoch-commits", "core/fence-raises-floor", "core/fence-at-floor-ok", "concurrency/linearizable"},
+	"ignore-fence":    {"core/fence-raises-floor", "core/fence-below-floor-rejected", "concurrency/linearizable"},
+	"per-key-floor":   {"core/floor-is-global", "core/fence-raises-floor", "durability/floor-survives-restart", "durability/floor-survives-kill", "concurrency/linearizable"},
 }
 
 func runCertify(t *testing.T, s *sinktest.Sink, seed int64) certify.Report {
 	t.Helper()
 	var out strings.Builder
 	rep, err := certify.Run(context.Background(), certify.Config{
-		SinkURL: s.URL, Restart: s.Restart, RestartTimeout: 30 * time.Second,
+		SinkURL: s.URL, Restart: s.Restart, Kill: s.Kill, RestartTimeout: 30 * time.Second,
 		Progress: &out, Seed: seed, Writers: 8, OpsPerWriter: 40,
 	})
 	if err != nil {
@@ -116,7 +117,7 @@ func TestNotASink(t *testing.T) {
 
 func TestDurabilityNeedsRestart(t *testing.T) {
 	_, err := certify.Run(context.Background(), certify.Config{SinkURL: "http://127.0.0.1:1", Profiles: []string{"durability"}})
-	if err == nil || !strings.Contains(err.Error(), "--restart-cmd") {
+	if err == nil || !strings.Contains(err.Error(), "--restart-cmd") || !strings.Contains(err.Error(), "--kill-cmd") {
 		t.Fatalf("want an error naming --restart-cmd, got %v", err)
 	}
 }

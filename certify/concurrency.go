@@ -164,7 +164,7 @@ func describeOp(in opInput, out opOutput) string {
 	var b strings.Builder
 	switch in.kind {
 	case opPut:
-		fmt.Fprintf(&b, "put key%d=%s epoch %d", in.key, in.value, in.epoch)
+		fmt.Fprintf(&b, "put key%d=%s epoch %d", in.key, quote(in.value, 24), in.epoch)
 	case opFence:
 		fmt.Fprintf(&b, "fence epoch %d", in.epoch)
 	case opGet:

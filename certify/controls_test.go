@@ -60,11 +60,12 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 				}}, nil
 			})
 		}, nil, []string{"idempotency/retry-is-ok-dup", "idempotency/dup-not-reapplied", "idempotency/dup-after-takeover",
-			"idempotency/key-reuse-conflicts", "durability/idempotency-survives-restart"}},
+			"idempotency/key-reuse-conflicts", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
 
 		{"amnesia (a new empty store on every restart)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, func(context.Context) (store.Store, error) { return boltstore.Open(t.TempDir()) }, reference)
-		}, []string{"durability"}, []string{"durability/floor-survives-restart", "durability/records-survive-restart", "durability/idempotency-survives-restart"}},
+		}, []string{"durability"}, []string{"durability/floor-survives-restart", "durability/records-survive-restart", "durability/idempotency-survives-restart",
+			"durability/floor-survives-kill", "durability/records-survive-kill", "durability/idempotency-survives-kill"}},
 
 		{"idempotency keys lost on restart", func(t *testing.T) *sinktest.Sink {
 			dir := t.TempDir()
@@ -72,7 +73,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 				st, err := boltstore.Open(dir)
 				return &forgetIdem{Store: st, seen: map[string]bool{}}, err
 			}, reference)
-		}, []string{"durability"}, []string{"durability/idempotency-survives-restart"}},
+		}, []string{"durability"}, []string{"durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
 
 		{"value limit off by one (refuses exactly 1 MiB)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, boltOpener(t.TempDir()), reference, func(h http.Handler) http.Handler {
@@ -125,7 +126,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.start(t)
-			rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: c.profiles, Restart: s.Restart, Seed: 3})
+			rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: c.profiles, Restart: s.Restart, Kill: s.Kill, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}

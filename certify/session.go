@@ -43,7 +43,7 @@ type session struct {
 // sharedState carries results between checks of one run (the durability
 // checks share one restart).
 type sharedState struct {
-	durable *durableSetup
+	durable map[string]*durableSetup // by restart mode
 	load    *loadRun
 }
 
@@ -62,12 +62,18 @@ func runCheck(ctx context.Context, cfg Config, cl *contract.Client, sh *sharedSt
 	if err != nil {
 		res.Message = err.Error()
 		res.Exchanges = s.ex
+		if n := len(s.ex) - maxExchanges; n > 0 {
+			res.Exchanges = append([]Exchange{{Request: fmt.Sprintf("(%d earlier exchanges not shown)", n)}}, s.ex[n:]...)
+		}
 		if s.fillers > 0 {
 			res.Exchanges = append(res.Exchanges, Exchange{Request: fmt.Sprintf("(%d filler requests between the steps above are not shown; the seed reproduces them)", s.fillers)})
 		}
 	}
 	return res
 }
+
+// maxExchanges bounds the transcript kept for a result (its last ones).
+const maxExchanges = 40
 
 // inconclusiveError marks a check that found no evidence either way.
 type inconclusiveError struct{ msg string }

@@ -28,12 +28,13 @@ func runCertify(args []string) int {
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	sinkURL := fs.String("sink-url", "", "base URL of the sink, e.g. http://localhost:8080 (required)")
 	profiles := fs.String("profile", "", "comma-separated profiles to run (default: all; without --restart-cmd all but durability, which the certificate then shows as not run)")
-	restartCmd := fs.String("restart-cmd", "", "shell command that restarts the sink and returns once the old process is gone (needed by the durability profile)")
+	restartCmd := fs.String("restart-cmd", "", "shell command that restarts the sink gracefully and returns once the old process is gone (durability profile)")
+	killCmd := fs.String("kill-cmd", "", "shell command that kills the sink with SIGKILL, starts it again and returns once the old process is gone (durability profile)")
 	restartTimeout := fs.Duration("restart-timeout", 2*time.Minute, "deadline for the restart command plus the sink answering again")
 	reportDir := fs.String("report", "", "directory for certify.json, junit.xml and certificate.md")
 	writers := fs.Int("writers", 6, "concurrency profile: parallel writers")
 	ops := fs.Int("ops", 40, "concurrency profile: operations per writer")
-	seed := fs.Int64("seed", 0, "concurrency profile: workload seed (0 picks one and prints it)")
+	seed := fs.Int64("seed", 0, "seed of all the traffic: keys, values, filler writes, the concurrency workload (0 picks one and prints it)")
 	timeout := fs.Duration("request-timeout", 15*time.Second, "timeout of one HTTP request")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: fencecheck certify --sink-url URL [flags]
@@ -64,9 +65,9 @@ flags:
 		fmt.Fprintln(os.Stderr, "certify:", err)
 		return 2
 	}
-	if *profiles == "" && *restartCmd == "" {
+	if *profiles == "" && *restartCmd == "" && *killCmd == "" {
 		profs = slices.DeleteFunc(profs, func(p string) bool { return p == certify.ProfileDurability })
-		fmt.Println("certify: durability profile NOT RUN: it needs --restart-cmd")
+		fmt.Println("certify: durability profile NOT RUN: it needs --restart-cmd and --kill-cmd")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,14 +77,7 @@ flags:
 		Progress: os.Stdout, Writers: *writers, OpsPerWriter: *ops, Seed: *seed,
 	}
 	cfg.HTTP = &http.Client{Timeout: *timeout}
-	if *restartCmd != "" {
-		cmdline := *restartCmd
-		cfg.Restart = func(ctx context.Context) error {
-			c := exec.CommandContext(ctx, "sh", "-c", cmdline)
-			c.Stdout, c.Stderr = os.Stderr, os.Stderr
-			return c.Run()
-		}
-	}
+	cfg.Restart, cfg.Kill = shellCmd(*restartCmd), shellCmd(*killCmd)
 	fmt.Printf("certify: %s, profiles %s\n", *sinkURL, strings.Join(profs, ","))
 	rep, err := certify.Run(ctx, cfg)
 	if err != nil {
@@ -104,6 +98,18 @@ flags:
 		fmt.Printf("reports: %s/{%s,%s,%s}\n", *reportDir, certify.FileJSON, certify.FileJUnit, certify.FileCertificate)
 	}
 	return summarize(rep, profs)
+}
+
+// shellCmd runs cmdline with sh -c; nil when there is none.
+func shellCmd(cmdline string) func(context.Context) error {
+	if cmdline == "" {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		c := exec.CommandContext(ctx, "sh", "-c", cmdline)
+		c.Stdout, c.Stderr = os.Stderr, os.Stderr
+		return c.Run()
+	}
 }
 
 // summarize prints a verdict per profile and picks the exit status: 0 only
