@@ -34,7 +34,7 @@ var expectedFailures = map[string][]string{
 	},
 	"forget-floor":    {"durability/floor-survives-restart", "durability/floor-survives-kill"},
 	"fence-in-memory": {"durability/floor-survives-restart", "durability/floor-survives-kill"},
-	"racy":            {"concurrency/linearizable"},
+	"racy":            {"idempotency/concurrent-retries-apply-once", "concurrency/linearizable"},
 	"reject-equal":    {"core/equal-epoch-commits", "core/fence-raises-floor", "core/fence-at-floor-ok", "concurrency/linearizable"},
 	"ignore-fence":    {"core/fence-raises-floor", "core/fence-below-floor-rejected", "concurrency/linearizable"},
 	"per-key-floor":   {"core/floor-is-global", "core/fence-raises-floor", "durability/floor-survives-restart", "durability/floor-survives-kill", "concurrency/linearizable"},

@@ -25,7 +25,10 @@ func catalog() []check {
 		{ProfileCore, "fence-at-floor-ok", "POST /v1/fence at the floor is OK (a repeated barrier)", checkFenceAtFloor},
 		{ProfileIdempotency, "retry-is-ok-dup", "a retry with the same Idempotency-Key, key and value answers OK_DUP with the first epoch", checkRetryDup},
 		{ProfileIdempotency, "dup-not-reapplied", "an OK_DUP retry does not apply the value again", checkDupNotReapplied},
-		{ProfileIdempotency, "dup-after-takeover", "a retry of a committed write after a newer fence still answers OK_DUP", checkDupAfterTakeover},
+		{ProfileIdempotency, "dup-after-takeover", "a retry of a committed write after a takeover (fence, new leader's write) answers OK_DUP and is not applied", checkDupAfterTakeover},
+		{ProfileIdempotency, "retry-after-many-writes", "a retry 300 writes (each with its own key) after the first commit still answers OK_DUP", checkRetryAfterMany},
+		{ProfileIdempotency, "concurrent-retries-apply-once", "the same write sent by 8 writers at once: exactly one OK, the others OK_DUP", checkConcurrentRetries},
+		{ProfileIdempotency, "retry-after-lost-answer", "a retry of a write whose answer was lost (the client hung up) is applied at most once", checkLostAnswer},
 		{ProfileIdempotency, "key-reuse-conflicts", "the same Idempotency-Key with another value or key gets 422 and is not applied", checkKeyReuse},
 		{ProfileIdempotency, "rejected-write-not-remembered", "a rejected write does not consume its Idempotency-Key", checkRejectedNotRemembered},
 		{ProfileDurability, "floor-survives-restart", "after a graceful restart the floor raised by a fence alone is kept", checkFloorSurvives(modeRestart)},
@@ -296,8 +299,9 @@ func checkDupAfterTakeover(s *session) error {
 	return all(
 		func() error { return s.putOK(k, s.v("landed"), e, i) },
 		func() error { return s.fenceOK(e + 3) },
+		func() error { return s.putOK(k, s.v("new-leader"), e+4, s.idem()) },
 		func() error { return s.putExpect(k, s.v("landed"), e, i, http.StatusOK, contract.ResultOKDup, e) },
-		func() error { return s.recordIs(k, s.v("landed"), e) },
+		func() error { return s.recordIs(k, s.v("new-leader"), e+4) },
 	)
 }
 
