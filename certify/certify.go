@@ -279,6 +279,8 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 		switch {
 		case errors.Is(err, ErrRedirect):
 			return nil, err // names the status and the target
+		case rep.Status == http.StatusUnauthorized || rep.Status == http.StatusForbidden:
+			return nil, fmt.Errorf("%w: GET %s%s answered %d %s: the sink wants credentials (--token-file or --header)", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, body(rep.Body))
 		case rep.Status != 0:
 			return nil, fmt.Errorf("%w: GET %s%s answered %d %s: not a sink contract v1 endpoint?", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, body(rep.Body))
 		}

@@ -245,6 +245,8 @@ func TestSinkBinaryFlags(t *testing.T) {
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"--broken=sloppy", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, 2, `unknown broken variant "sloppy"`},
 		{[]string{"--store=mysql"}, 2, "unknown --store"},
+		{[]string{"--tls-cert=cert.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"--token-file=/nonexistent", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, 1, "--token-file"},
 		{[]string{"--store=postgres"}, 1, "needs --pg-dsn"},
 	} {
 		cmd := exec.Command(sinkBin, c.args...)

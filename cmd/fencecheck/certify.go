@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,6 +35,10 @@ func runCertify(args []string) int {
 	ops := fs.Int("ops", 40, "concurrency profile: operations per writer")
 	seed := fs.Int64("seed", 0, "seed of all the traffic: keys, values, filler writes, the concurrency workload (0 picks one and prints it)")
 	timeout := fs.Duration("request-timeout", 15*time.Second, "timeout of one HTTP request")
+	var headers headerList
+	fs.Var(&headers, "header", "`Name: value` sent with every request (repeatable), e.g. for an API key")
+	tokenFile := fs.String("token-file", "", "file with a bearer token, sent as \"Authorization: Bearer <token>\"")
+	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for an https:// sink (instead of the system roots)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: fencecheck certify --sink-url URL [flags]
 
@@ -76,7 +79,12 @@ flags:
 		SinkURL: *sinkURL, Profiles: profs, RestartTimeout: *restartTimeout,
 		Progress: os.Stdout, Writers: *writers, OpsPerWriter: *ops, Seed: *seed,
 	}
-	cfg.HTTP = &http.Client{Timeout: *timeout}
+	hc, err := certify.NewHTTPClient(certify.ClientOptions{Timeout: *timeout, Headers: headers, TokenFile: *tokenFile, CAFile: *caFile})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "certify:", err)
+		return 2
+	}
+	cfg.HTTP = hc
 	cfg.Restart, cfg.Kill = shellCmd(*restartCmd), shellCmd(*killCmd)
 	fmt.Printf("certify: %s, profiles %s\n", *sinkURL, strings.Join(profs, ","))
 	rep, err := certify.Run(ctx, cfg)
@@ -99,6 +107,12 @@ flags:
 	}
 	return summarize(rep, profs)
 }
+
+// headerList collects repeated --header flags.
+type headerList []string
+
+func (h *headerList) String() string     { return strings.Join(*h, ", ") }
+func (h *headerList) Set(v string) error { *h = append(*h, v); return nil }
 
 // shellCmd runs cmdline with sh -c; nil when there is none.
 func shellCmd(cmdline string) func(context.Context) error {
