@@ -56,6 +56,9 @@ type Config struct {
 	// a fresh sink sends the same traffic.
 	Seed  int64
 	RunID string
+	// ReportDir, when set, receives porcupine's visualization of a history
+	// that is not linearizable (the CLI passes --report).
+	ReportDir string
 }
 
 // Exchange is one request and what came back, for failure reports. Text

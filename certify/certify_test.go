@@ -73,18 +73,46 @@ func TestCertifyVariantsOnBolt(t *testing.T) {
 	}
 }
 
-// The racy control loses a race, so it must be caught on every seed tried,
-// not only on a lucky one.
-func TestConcurrencyCatchesRacyOnSeveralSeeds(t *testing.T) {
-	s := sinktest.Start(t, boltOpener(t.TempDir()), "racy")
-	for seed := int64(1); seed <= 3; seed++ {
-		rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{certify.ProfileConcurrency}, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
+// The race controls lose a race, so each must be caught on every seed
+// tried, not only on a lucky one (TestCalibrateConcurrency measures the
+// rate over 20 runs).
+func TestConcurrencyCatchesRacesOnSeveralSeeds(t *testing.T) {
+	for _, c := range boltRaceControls {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.start(t)
+			for seed := int64(1); seed <= 3; seed++ {
+				rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{certify.ProfileConcurrency}, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(rep.Failed(), "concurrency/linearizable") {
+					t.Errorf("seed %d: failed %v, want concurrency/linearizable among them", seed, rep.Failed())
+				}
+			}
+		})
+	}
+}
+
+// A failed history comes with porcupine's visualization in the report dir.
+func TestLinearizableFailureIsVisualized(t *testing.T) {
+	s := sinktest.Start(t, boltOpener(t.TempDir()), "ignore-fence")
+	dir := t.TempDir()
+	rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{certify.ProfileConcurrency}, Seed: 2, ReportDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	for _, r := range rep.Results {
+		if r.Name == "concurrency/linearizable" {
+			msg = r.Message
 		}
-		if !slices.Equal(rep.Failed(), []string{"concurrency/linearizable"}) {
-			t.Errorf("seed %d: failed %v, want [concurrency/linearizable]", seed, rep.Failed())
-		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "linearizable-seed*.html"))
+	if len(files) != 1 || !strings.Contains(msg, files[0]) {
+		t.Fatalf("visualizations %v, message %q", files, msg)
+	}
+	if b, _ := os.ReadFile(files[0]); !strings.Contains(string(b), "floor") {
+		t.Errorf("the visualization does not describe the states")
 	}
 }
 

@@ -111,7 +111,9 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 			})
 		}, nil, []string{"idempotency/retry-is-ok-dup", "idempotency/dup-not-reapplied", "idempotency/dup-after-takeover",
 			"idempotency/key-reuse-conflicts", "idempotency/retry-after-many-writes", "idempotency/concurrent-retries-apply-once",
-			"idempotency/retry-after-lost-answer", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
+			"idempotency/retry-after-lost-answer", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill",
+			"concurrency/linearizable", // the workload retries keyed writes
+		}},
 
 		{"amnesia (a new empty store on every restart)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, func(context.Context) (store.Store, error) { return boltstore.Open(t.TempDir()) }, reference)

@@ -33,8 +33,8 @@ type Options struct {
 	// Seed fixes all the traffic; 0 draws one, which is logged.
 	Seed                  int64
 	Writers, OpsPerWriter int
-	// ReportDir, when set, receives certify.json, junit.xml and
-	// certificate.md.
+	// ReportDir, when set, receives certify.json, junit.xml,
+	// certificate.md and porcupine's visualization of a failed history.
 	ReportDir string
 }
 
@@ -49,7 +49,7 @@ func Run(t *testing.T, url string, opts Options) certify.Report {
 	r, err := certify.NewRunner(ctx, certify.Config{
 		SinkURL: url, Profiles: opts.Profiles, Restart: opts.Restart, Kill: opts.Kill,
 		RestartTimeout: opts.RestartTimeout, HTTP: opts.HTTP, Progress: &progress,
-		Writers: opts.Writers, OpsPerWriter: opts.OpsPerWriter, Seed: opts.Seed,
+		Writers: opts.Writers, OpsPerWriter: opts.OpsPerWriter, Seed: opts.Seed, ReportDir: opts.ReportDir,
 	})
 	if err != nil {
 		t.Fatalf("certify %s: %v", url, err)

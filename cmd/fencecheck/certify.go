@@ -77,7 +77,7 @@ flags:
 
 	cfg := certify.Config{
 		SinkURL: *sinkURL, Profiles: profs, RestartTimeout: *restartTimeout,
-		Progress: os.Stdout, Writers: *writers, OpsPerWriter: *ops, Seed: *seed,
+		Progress: os.Stdout, Writers: *writers, OpsPerWriter: *ops, Seed: *seed, ReportDir: *reportDir,
 	}
 	hc, err := certify.NewHTTPClient(certify.ClientOptions{Timeout: *timeout, Headers: headers, TokenFile: *tokenFile, CAFile: *caFile})
 	if err != nil {
