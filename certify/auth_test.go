@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +24,6 @@ import (
 
 	"github.com/fencecheck/fencecheck/certify"
 	sink "github.com/fencecheck/fencecheck/fixtures/sink"
-	"github.com/fencecheck/fencecheck/fixtures/sink/boltstore"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -37,16 +38,12 @@ func writeFile(t *testing.T, name, content string) string {
 // An HTTPS sink with a private CA that wants a bearer token: certified
 // with --token-file and --ca-file, refused without either.
 func TestAuthenticatedHTTPSSink(t *testing.T) {
-	st, err := boltstore.Open(t.TempDir())
+	s := wrapped(t, func(h http.Handler) http.Handler { return sink.RequireToken(h, "s3cret") })
+	target, err := url.Parse(s.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := sink.New(context.Background(), sink.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewTLSServer(sink.RequireToken(srv.Handler(), "s3cret"))
+	ts := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(target)) // TLS in front
 	t.Cleanup(ts.Close)
 	ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})))
 	token := writeFile(t, "token", "s3cret\n")
@@ -141,34 +138,21 @@ func TestCLIAuthenticatedHTTPSSink(t *testing.T) {
 			t.Logf("sink log:\n%s", log.String())
 		}
 	})
-	url := "https://" + addr
+	sinkURL := "https://" + addr
 	hc, err := certify.NewHTTPClient(certify.ClientOptions{CAFile: cert, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := hc.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the HTTPS sink did not answer /healthz within 30s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval under a deadline
-	}
-	code, out := runCLI(t, "certify", "--sink-url", url, "--profile", "core", "--ca-file", cert, "--token-file", token)
+	waitHealthy(t, hc, sinkURL, 30*time.Second)
+	code, out := runCLI(t, "certify", "--sink-url", sinkURL, "--profile", "core", "--ca-file", cert, "--token-file", token)
 	if code != 0 {
 		t.Fatalf("with --ca-file and --token-file: exit %d\n%s", code, out)
 	}
-	code, out = runCLI(t, "certify", "--sink-url", url, "--profile", "core", "--ca-file", cert)
+	code, out = runCLI(t, "certify", "--sink-url", sinkURL, "--profile", "core", "--ca-file", cert)
 	if code != 3 || !strings.Contains(out, "401") {
 		t.Fatalf("without the token: exit %d, want 3 with the 401\n%s", code, out)
 	}
-	code, out = runCLI(t, "certify", "--sink-url", url, "--profile", "core", "--header", "oops")
+	code, out = runCLI(t, "certify", "--sink-url", sinkURL, "--profile", "core", "--header", "oops")
 	if code != 2 || !strings.Contains(out, "Name: value") {
 		t.Fatalf("a bad --header: exit %d, want 2\n%s", code, out)
 	}

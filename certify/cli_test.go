@@ -113,16 +113,16 @@ func startProcSink(t *testing.T, args string) *procSink {
 			t.Logf("sink.log:\n%s", log)
 		}
 	})
-	waitHealthy(t, p.url, 30*time.Second)
+	waitHealthy(t, http.DefaultClient, p.url, 30*time.Second)
 	return p
 }
 
 // waitHealthy polls /healthz until the sink answers or the deadline passes.
-func waitHealthy(t *testing.T, url string, limit time.Duration) {
+func waitHealthy(t *testing.T, hc *http.Client, url string, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		resp, err := http.Get(url + "/healthz")
+		resp, err := hc.Get(url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
