@@ -95,4 +95,9 @@ esac
 step "PostgreSQL" start_pg
 [ "${FENCECHECK_PG_KEEP:-}" = 1 ] || trap stop_pg EXIT
 step "go test -tags integration (sink, certify)" \
-	go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
+	env -u FENCECHECK_CALIBRATE go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
+if [ -n "${FENCECHECK_CALIBRATE:-}" ]; then
+	# -v so that the "caught N of M" figures are printed
+	step "concurrency calibration ($FENCECHECK_CALIBRATE runs per race control)" \
+		go test -tags integration -count=1 -v -run '^TestCalibrate' ./certify/
+fi
