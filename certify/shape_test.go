@@ -270,3 +270,13 @@ func TestProfileVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// Through the CLI a redirecting URL is a failure (exit 1) that says so.
+func TestCLIRedirectIsAFailure(t *testing.T) {
+	srv := httptest.NewServer(http.RedirectHandler("http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect))
+	t.Cleanup(srv.Close)
+	code, out := runCLI(t, "certify", "--sink-url", srv.URL, "--profile", "core")
+	if code != 1 || !strings.Contains(out, "redirect") || !strings.Contains(out, "307") || !strings.Contains(out, "127.0.0.1:1/elsewhere") {
+		t.Fatalf("exit %d, want 1 naming the 307 and its target:\n%s", code, out)
+	}
+}
