@@ -21,34 +21,49 @@ import (
 	"github.com/fencecheck/fencecheck/contract/client"
 )
 
-// Profiles, in the order they run.
+// Profiles, in the order they run. core is fencing only; hygiene is wire
+// format (exact status codes, size limits, malformed keys), kept apart so a
+// certificate about fencing is not failed by hygiene, nor the other way.
 const (
 	ProfileCore        = "core"
 	ProfileIdempotency = "idempotency"
 	ProfileDurability  = "durability"
 	ProfileConcurrency = "concurrency"
+	ProfileHygiene     = "hygiene"
 )
 
 // AllProfiles lists every profile.
-var AllProfiles = []string{ProfileCore, ProfileIdempotency, ProfileDurability, ProfileConcurrency}
+var AllProfiles = []string{ProfileCore, ProfileIdempotency, ProfileDurability, ProfileConcurrency, ProfileHygiene}
 
 // Config says what to certify and how.
 type Config struct {
 	SinkURL  string
 	Profiles []string // default: all
-	// Restart restarts the sink (durability profile). Required for it.
-	Restart func(ctx context.Context) error
+	// Restart restarts the sink gracefully, Kill kills it hard (SIGKILL)
+	// and starts it again; both must return once the old process is gone.
+	// The durability profile needs both: a mode without its command is
+	// INCONCLUSIVE.
+	Restart, Kill func(ctx context.Context) error
 	// RestartTimeout bounds the restart plus the wait for the sink to answer.
 	RestartTimeout time.Duration
-	HTTP           *http.Client
-	Progress       io.Writer // one line per check; nil for none
+	// HTTP is the client (timeouts, TLS, auth). certify never follows a
+	// redirect whatever its CheckRedirect says.
+	HTTP     *http.Client
+	Progress io.Writer // one line per check; nil for none
 	// Writers and OpsPerWriter size the concurrency profile.
 	Writers, OpsPerWriter int
-	Seed                  int64 // concurrency workload seed; 0 picks one
-	RunID                 string
+	// Seed draws every key, idempotency key, value and filler write of the
+	// run, and the concurrency workload; 0 picks one. The same seed against
+	// a fresh sink sends the same traffic.
+	Seed  int64
+	RunID string
+	// ReportDir, when set, receives porcupine's visualization of a history
+	// that is not linearizable (the CLI passes --report).
+	ReportDir string
 }
 
-// Exchange is one request and what came back, for failure reports.
+// Exchange is one request and what came back, for failure reports. Text
+// from the sink is quoted and escaped.
 type Exchange struct {
 	Request  string `json:"request"`
 	Status   int    `json:"status,omitempty"`
@@ -66,16 +81,29 @@ func (e Exchange) String() string {
 	return fmt.Sprintf("> %s\n< %d %s", e.Request, e.Status, e.Response)
 }
 
+// Verdict of one check. A check without evidence either way is
+// inconclusive, which is never a pass.
+type Verdict string
+
+const (
+	Pass         Verdict = "pass"
+	Fail         Verdict = "fail"
+	Inconclusive Verdict = "inconclusive"
+)
+
 // Result is the verdict of one check.
 type Result struct {
 	Profile   string        `json:"profile"`
 	Name      string        `json:"name"` // profile/check
 	Summary   string        `json:"summary"`
-	Passed    bool          `json:"passed"`
+	Verdict   Verdict       `json:"verdict"`
 	Message   string        `json:"message,omitempty"`
-	Exchanges []Exchange    `json:"exchanges,omitempty"` // kept on failure only
+	Exchanges []Exchange    `json:"exchanges,omitempty"` // kept unless passed
 	Duration  time.Duration `json:"duration_ns"`
 }
+
+// Passed reports whether the check passed.
+func (r Result) Passed() bool { return r.Verdict == Pass }
 
 // Report is the outcome of a certify run.
 type Report struct {
@@ -89,33 +117,64 @@ type Report struct {
 }
 
 // Failed lists the names of failed checks.
-func (r Report) Failed() []string {
+func (r Report) Failed() []string { return r.named(Fail) }
+
+// InconclusiveChecks lists the names of inconclusive checks.
+func (r Report) InconclusiveChecks() []string { return r.named(Inconclusive) }
+
+func (r Report) named(v Verdict) []string {
 	var out []string
 	for _, res := range r.Results {
-		if !res.Passed {
+		if res.Verdict == v {
 			out = append(out, res.Name)
 		}
 	}
 	return out
 }
 
-// ProfilePassed reports whether every check of a profile passed (false if
-// the profile did not run).
-func (r Report) ProfilePassed(p string) bool {
-	ran := false
+// Profile verdicts.
+const (
+	ProfilePass         = "PASS"
+	ProfileFail         = "FAIL"
+	ProfileInconclusive = "INCONCLUSIVE" // no failure, but a check without evidence
+	ProfileIncomplete   = "INCOMPLETE"   // some of its checks did not run
+	ProfileNotRun       = "NOT RUN"
+)
+
+// ProfileVerdict is PASS only when every check of the profile ran and
+// passed.
+func (r Report) ProfileVerdict(p string) string {
+	ran, failed, undecided := 0, false, false
 	for _, res := range r.Results {
-		if res.Profile == p {
-			ran = true
-			if !res.Passed {
-				return false
-			}
+		if res.Profile != p {
+			continue
 		}
+		ran++
+		failed = failed || res.Verdict == Fail
+		undecided = undecided || res.Verdict == Inconclusive
 	}
-	return ran
+	switch {
+	case ran == 0:
+		return ProfileNotRun
+	case failed:
+		return ProfileFail
+	case ran < len(checksOf(p)):
+		return ProfileIncomplete
+	case undecided:
+		return ProfileInconclusive
+	}
+	return ProfilePass
 }
+
+// ProfilePassed reports whether the profile's verdict is PASS.
+func (r Report) ProfilePassed(p string) bool { return r.ProfileVerdict(p) == ProfilePass }
 
 // ErrUnreachable wraps failures to talk to the sink at all before any check.
 var ErrUnreachable = errors.New("sink unreachable")
+
+// ErrRedirect is a sink answering with a redirect: certify never follows
+// one, so a URL that points elsewhere is not certified.
+var ErrRedirect = errors.New("the sink answered with a redirect; certify never follows a sink to another address")
 
 // ParseProfiles turns "core,idempotency" into a validated list.
 func ParseProfiles(s string) ([]string, error) {
@@ -141,21 +200,66 @@ func newRunID() string {
 	return time.Now().UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b)
 }
 
-// Run certifies the sink. The error is non-nil only when certify could not
-// start (bad config, sink unreachable); check failures are in the report.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+// refuseRedirect stops the client at the first 3xx: the redirect becomes
+// the request's error, which names the status and the target.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	status := 0
+	if req.Response != nil {
+		status = req.Response.StatusCode
+	}
+	return fmt.Errorf("%w (%d to %s)", ErrRedirect, status, quote(req.URL.String(), 200))
+}
+
+// CheckInfo names one check of the catalog.
+type CheckInfo struct{ Profile, Name, Summary string }
+
+// Checks lists the checks of the given profiles (all when empty) in run
+// order.
+func Checks(profiles []string) []CheckInfo {
+	var out []CheckInfo
+	for _, c := range catalog() {
+		if len(profiles) == 0 || slices.Contains(profiles, c.profile) {
+			out = append(out, CheckInfo{c.profile, c.profile + "/" + c.name, c.summary})
+		}
+	}
+	return out
+}
+
+func checksOf(profile string) []CheckInfo { return Checks([]string{profile}) }
+
+// Runner runs the checks of one certify run one at a time, in catalog
+// order: Run runs them all, certifytest runs each as a subtest.
+type Runner struct {
+	cfg Config
+	cl  *client.Client
+	sh  *sharedState
+	rep Report
+}
+
+// NewRunner validates cfg and probes the sink. The error is non-nil only
+// when certify cannot start (bad config, sink unreachable, a redirect).
+func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.SinkURL == "" {
-		return Report{}, errors.New("no sink URL")
+		return nil, errors.New("no sink URL")
 	}
 	if len(cfg.Profiles) == 0 {
 		cfg.Profiles = slices.Clone(AllProfiles)
 	}
-	if slices.Contains(cfg.Profiles, ProfileDurability) && cfg.Restart == nil {
-		return Report{}, errors.New("the durability profile needs a way to restart the sink (--restart-cmd)")
+	for _, p := range cfg.Profiles {
+		if !slices.Contains(AllProfiles, p) {
+			return nil, fmt.Errorf("unknown profile %q (known: %s)", p, strings.Join(AllProfiles, ","))
+		}
 	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 15 * time.Second}
+	if slices.Contains(cfg.Profiles, ProfileDurability) && cfg.Restart == nil && cfg.Kill == nil {
+		return nil, errors.New("the durability profile needs a way to restart the sink (--restart-cmd and --kill-cmd)")
 	}
+	hc := &http.Client{Timeout: 15 * time.Second}
+	if cfg.HTTP != nil {
+		c := *cfg.HTTP
+		hc = &c
+	}
+	hc.CheckRedirect = refuseRedirect
+	cfg.HTTP = hc
 	if cfg.RestartTimeout <= 0 {
 		cfg.RestartTimeout = 2 * time.Minute
 	}
@@ -176,31 +280,75 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	cl := &client.Client{BaseURL: cfg.SinkURL, HTTP: cfg.HTTP}
 	if _, rep, err := cl.Floor(ctx); err != nil {
-		if rep.Status != 0 {
-			return Report{}, fmt.Errorf("%w: GET %s%s answered %d %q: not a sink contract v1 endpoint?", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, truncate(string(rep.Body), 200))
+		switch {
+		case errors.Is(err, ErrRedirect):
+			return nil, err // names the status and the target
+		case rep.Status == http.StatusUnauthorized || rep.Status == http.StatusForbidden:
+			return nil, fmt.Errorf("%w: GET %s%s answered %d %s: the sink wants credentials (--token-file or --header)", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, body(rep.Body))
+		case rep.Status != 0:
+			return nil, fmt.Errorf("%w: GET %s%s answered %d %s: not a sink contract v1 endpoint?", ErrUnreachable, cfg.SinkURL, contract.PathFence, rep.Status, body(rep.Body))
 		}
-		return Report{}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %s", ErrUnreachable, scrub(err.Error()))
 	}
-	rep := Report{SinkURL: cfg.SinkURL, RunID: cfg.RunID, Profiles: cfg.Profiles, Seed: cfg.Seed, Started: time.Now().UTC()}
-	sh := &sharedState{}
+	r := &Runner{cfg: cfg, cl: cl, sh: &sharedState{}}
+	r.rep = Report{SinkURL: cfg.SinkURL, RunID: cfg.RunID, Profiles: cfg.Profiles, Seed: cfg.Seed, Started: time.Now().UTC()}
+	return r, nil
+}
+
+// Checks lists the checks this runner will run, in order.
+func (r *Runner) Checks() []CheckInfo { return Checks(r.cfg.Profiles) }
+
+// Seed is the run's seed (drawn when the config left it 0).
+func (r *Runner) Seed() int64 { return r.cfg.Seed }
+
+// Run runs one check by name (profile/check) and adds it to the report.
+// Checks must run in the order Checks lists them (durability and
+// concurrency share state between their checks).
+func (r *Runner) Run(ctx context.Context, name string) Result {
 	for _, chk := range catalog() {
-		if !slices.Contains(cfg.Profiles, chk.profile) {
-			continue
+		if chk.profile+"/"+chk.name == name && slices.Contains(r.cfg.Profiles, chk.profile) {
+			res := scrubResult(runCheck(ctx, r.cfg, r.cl, r.sh, chk))
+			r.rep.Results = append(r.rep.Results, res)
+			printResult(r.cfg.Progress, res)
+			return res
 		}
-		res := runCheck(ctx, cfg, cl, sh, chk)
-		rep.Results = append(rep.Results, res)
-		printResult(cfg.Progress, res)
 	}
+	return Result{Name: name, Verdict: Fail, Message: "no such check in the requested profiles"}
+}
+
+// Report is the report so far.
+func (r *Runner) Report() Report {
+	rep := r.rep
+	rep.Results = slices.Clone(r.rep.Results)
 	rep.Finished = time.Now().UTC()
-	return rep, nil
+	return rep
+}
+
+// Run certifies the sink. The error is non-nil only when certify could not
+// start (bad config, sink unreachable, a redirect); check failures are in
+// the report.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	r, err := NewRunner(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	fmt.Fprintf(r.cfg.Progress, "...  seed %d (--seed %d sends the same traffic to a fresh sink)\n", r.cfg.Seed, r.cfg.Seed)
+	for _, c := range r.Checks() {
+		r.Run(ctx, c.Name)
+	}
+	return r.Report(), nil
 }
 
 func printResult(w io.Writer, r Result) {
-	if r.Passed {
+	if r.Passed() {
 		fmt.Fprintf(w, "PASS %-45s %s\n", r.Name, r.Duration.Round(time.Millisecond))
 		return
 	}
-	fmt.Fprintf(w, "FAIL %-45s %s\n     %s\n", r.Name, r.Duration.Round(time.Millisecond), strings.ReplaceAll(r.Message, "\n", "\n     "))
+	tag := "FAIL"
+	if r.Verdict == Inconclusive {
+		tag = "INCONCLUSIVE"
+	}
+	fmt.Fprintf(w, "%s %-45s %s\n     %s\n", tag, r.Name, r.Duration.Round(time.Millisecond), strings.ReplaceAll(r.Message, "\n", "\n     "))
 	for _, e := range r.Exchanges {
 		fmt.Fprintf(w, "     %s\n", strings.ReplaceAll(e.String(), "\n", "\n     "))
 	}

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/certify"
 	"github.com/fencecheck/fencecheck/fixtures/sink/pgstore"
 )
 
 // cmd/sink --store=postgres as a subprocess, certified on every profile by
-// the CLI, restarted by --restart-cmd: the PostgreSQL path of the binary.
+// the CLI, restarted by --restart-cmd (SIGTERM) and --kill-cmd (SIGKILL):
+// the PostgreSQL path of the binary.
 func TestCLIAllProfilesOnPostgresBinary(t *testing.T) {
 	dsn := os.Getenv("FENCECHECK_PG_DSN")
 	if dsn == "" {
@@ -29,12 +31,12 @@ func TestCLIAllProfilesOnPostgresBinary(t *testing.T) {
 	// The binary reads FENCECHECK_PG_DSN from the environment it inherits.
 	p := startProcSink(t, "--store=postgres --pg-prefix="+prefix)
 	reports := t.TempDir()
-	code, out := runCLI(t, "certify", "--sink-url", p.url, "--restart-cmd", p.restartCmd, "--restart-timeout", "60s", "--report", reports)
+	code, out := runCLI(t, "certify", "--sink-url", p.url, "--restart-cmd", p.restartCmd, "--kill-cmd", p.killCmd, "--restart-timeout", "60s", "--report", reports)
 	t.Logf("fencecheck certify output:\n%s", out)
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
 	}
-	if rep := readReport(t, reports); len(rep.Results) != 22 || len(rep.Failed()) != 0 {
+	if rep := readReport(t, reports); len(rep.Results) != len(certify.Checks(nil)) || len(rep.Failed()) != 0 {
 		t.Fatalf("%d checks, failed %v", len(rep.Results), rep.Failed())
 	}
 }

@@ -61,7 +61,7 @@ func freePort(t *testing.T) int {
 // procSink runs cmd/sink in the background through start.sh; restart.sh
 // sends SIGTERM, waits for the process to be gone, and starts it again.
 type procSink struct {
-	url, dir, restartCmd string
+	url, dir, restartCmd, killCmd string
 }
 
 const startScript = `#!/bin/sh
@@ -71,10 +71,13 @@ echo $! > "$SINK_PID"
 
 // restart waits until the old process is gone (or a zombie) so the new one
 // can take the bbolt file lock.
+// $1 is the signal: TERM for --restart-cmd, KILL for --kill-cmd. The sleep
+// is the polling interval of a wait on a condition, not synchronization.
 const restartScript = `#!/bin/sh
 pid=$(cat "$SINK_PID")
-kill -TERM "$pid"
+kill -"$1" "$pid"
 while [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat 2>/dev/null; do sleep 0.05; done
+echo "restarted after SIG$1" >>"$SINK_LOG"
 exec sh "$SINK_DIR/start.sh"
 `
 
@@ -92,7 +95,8 @@ func startProcSink(t *testing.T, args string) *procSink {
 	os.WriteFile(filepath.Join(dir, "start.sh"), []byte(startScript), 0o755)
 	os.WriteFile(filepath.Join(dir, "restart.sh"), []byte(restartScript), 0o755)
 	p := &procSink{url: "http://" + addr, dir: dir,
-		restartCmd: fmt.Sprintf(". %s/env.sh && sh %s/restart.sh", dir, dir)}
+		restartCmd: fmt.Sprintf(". %s/env.sh && sh %s/restart.sh TERM", dir, dir),
+		killCmd:    fmt.Sprintf(". %s/env.sh && sh %s/restart.sh KILL", dir, dir)}
 	if out, err := exec.Command("sh", "-c", fmt.Sprintf(". %s/env.sh && sh %s/start.sh", dir, dir)).CombinedOutput(); err != nil {
 		t.Fatalf("start.sh: %v %s", err, out)
 	}
@@ -109,16 +113,16 @@ func startProcSink(t *testing.T, args string) *procSink {
 			t.Logf("sink.log:\n%s", log)
 		}
 	})
-	waitHealthy(t, p.url, 30*time.Second)
+	waitHealthy(t, http.DefaultClient, p.url, 30*time.Second)
 	return p
 }
 
 // waitHealthy polls /healthz until the sink answers or the deadline passes.
-func waitHealthy(t *testing.T, url string, limit time.Duration) {
+func waitHealthy(t *testing.T, hc *http.Client, url string, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		resp, err := http.Get(url + "/healthz")
+		resp, err := hc.Get(url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -158,24 +162,27 @@ func readReport(t *testing.T, dir string) certify.Report {
 	return r
 }
 
-func TestCLIDurabilityWithRestartCmd(t *testing.T) {
+func TestCLIDurabilityWithRestartAndKill(t *testing.T) {
 	for _, c := range []struct {
-		variant  string
-		wantCode int
-		wantFail []string
+		name, args string
+		noop       bool // the restart and kill commands do nothing
+		wantCode   int
+		wantFail   []string
+		wantUndec  int
 	}{
-		{"", 0, nil},
-		{"forget-floor", 1, []string{"durability/floor-survives-restart"}},
+		{"reference", "", false, 0, nil, 0},
+		{"fence-in-memory", "--broken=fence-in-memory", false, 1, []string{"durability/floor-survives-restart", "durability/floor-survives-kill"}, 0},
+		{"commands that do nothing", "", true, 4, nil, 6},
 	} {
-		t.Run("variant="+c.variant, func(t *testing.T) {
-			args := ""
-			if c.variant != "" {
-				args = "--broken=" + c.variant
+		t.Run(c.name, func(t *testing.T) {
+			p := startProcSink(t, c.args)
+			restart, kill := p.restartCmd, p.killCmd
+			if c.noop {
+				restart, kill = "true", "true"
 			}
-			p := startProcSink(t, args)
 			reports := t.TempDir()
 			code, out := runCLI(t, "certify", "--sink-url", p.url, "--profile", "core,durability",
-				"--restart-cmd", p.restartCmd, "--restart-timeout", "30s", "--report", reports)
+				"--restart-cmd", restart, "--kill-cmd", kill, "--restart-timeout", "30s", "--report", reports)
 			t.Logf("fencecheck certify output:\n%s", out)
 			if code != c.wantCode {
 				t.Fatalf("exit code %d, want %d", code, c.wantCode)
@@ -184,9 +191,16 @@ func TestCLIDurabilityWithRestartCmd(t *testing.T) {
 			if got := rep.Failed(); !slices.Equal(got, c.wantFail) {
 				t.Fatalf("failed %v, want %v", got, c.wantFail)
 			}
+			if got := rep.InconclusiveChecks(); len(got) != c.wantUndec {
+				t.Fatalf("inconclusive %v, want %d", got, c.wantUndec)
+			}
 			log, _ := os.ReadFile(filepath.Join(p.dir, "sink.log"))
-			if !strings.Contains(string(log), `"msg":"stopped"`) {
-				t.Errorf("the sink did not shut down gracefully on SIGTERM:\n%s", log)
+			if !c.noop {
+				for _, want := range []string{`"msg":"stopped"`, "restarted after SIGTERM", "restarted after SIGKILL"} {
+					if !strings.Contains(string(log), want) {
+						t.Errorf("sink.log lacks %q: the sink was not restarted both ways:\n%s", want, log)
+					}
+				}
 			}
 			for _, f := range []string{certify.FileJUnit, certify.FileCertificate} {
 				if _, err := os.Stat(filepath.Join(reports, f)); err != nil {
@@ -231,6 +245,8 @@ func TestSinkBinaryFlags(t *testing.T) {
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"--broken=sloppy", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, 2, `unknown broken variant "sloppy"`},
 		{[]string{"--store=mysql"}, 2, "unknown --store"},
+		{[]string{"--tls-cert=cert.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"--token-file=/nonexistent", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, 1, "--token-file"},
 		{[]string{"--store=postgres"}, 1, "needs --pg-dsn"},
 	} {
 		cmd := exec.Command(sinkBin, c.args...)

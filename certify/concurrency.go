@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -32,11 +34,28 @@ func (k opKind) String() string { return [...]string{"put", "fence", "get", "flo
 // numKeys is small on purpose: contention on few keys is where races show.
 const numKeys = 3
 
+// The workload runs in loadRounds rounds, each with its own seed, keys and
+// starting floor, and each round's history is checked on its own: more
+// chances to catch a race than one long history, at the cost of a few
+// porcupine runs.
+const loadRounds = 3
+
+// Puts may carry an Idempotency-Key from a pool of idemSlots keys (each
+// bound to one request, slotsPerWriter per writer), and writers retry
+// their own earlier requests: the model tracks which keys committed.
+const (
+	idemSlots      = 64
+	slotsPerWriter = 8
+)
+
 type opInput struct {
 	kind  opKind
 	key   int
 	value string
 	epoch uint64
+	slot  int // idempotency key slot, -1 for none
+	idem  string
+	retry bool
 }
 
 type opOutput struct {
@@ -48,13 +67,17 @@ type opOutput struct {
 	err     string // transport error or a non-contract answer: outcome unknown
 }
 
-type loadRun struct {
-	done   bool
-	err    error
+// loadRound is one round's history.
+type loadRound struct {
+	seed   int64
 	floor0 uint64
 	keys   []string
 	ops    []porcupine.Operation
-	seed   int64
+}
+
+type loadRun struct {
+	err    error
+	rounds []loadRound
 }
 
 // load runs the workload once per certify run.
@@ -62,30 +85,48 @@ func (s *session) load() *loadRun {
 	if l := s.shared.load; l != nil {
 		return l
 	}
-	l := &loadRun{done: true, seed: s.cfg.Seed}
+	l := &loadRun{}
 	s.shared.load = l
+	for r := range loadRounds {
+		round, err := s.loadRound(s.cfg.Seed + int64(r)*7919)
+		if err != nil {
+			l.err = err
+			return l
+		}
+		l.rounds = append(l.rounds, round)
+	}
+	return l
+}
+
+func (s *session) loadRound(seed int64) (loadRound, error) {
 	e, err := s.base()
 	if err != nil {
-		l.err = err
-		return l
+		return loadRound{}, err
 	}
-	l.floor0 = e - 1
+	rng := rand.New(rand.NewSource(seed))
+	l := loadRound{seed: seed, floor0: e - 1}
 	for range numKeys {
-		l.keys = append(l.keys, s.key())
+		l.keys = append(l.keys, randKey(rng))
 	}
-	fmt.Fprintf(s.cfg.Progress, "...  %d writers x %d ops, seed %d\n", s.cfg.Writers, s.cfg.OpsPerWriter, l.seed)
+	idems := make([]string, idemSlots)
+	for i := range idems {
+		idems[i] = randIdem(rng)
+	}
+	plans := make([][]opInput, s.cfg.Writers)
+	for w := range plans {
+		plans[w] = planWriter(rand.New(rand.NewSource(seed+int64(w)+1)), w, s.cfg.OpsPerWriter, e, idems)
+	}
+	fmt.Fprintf(s.cfg.Progress, "...  %d writers x %d ops, seed %d\n", s.cfg.Writers, s.cfg.OpsPerWriter, seed)
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for w := range s.cfg.Writers {
+	for w, plan := range plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewSource(l.seed + int64(w)))
-			for j := range s.cfg.OpsPerWriter {
-				in := genOp(rng, w, j, s.cfg.OpsPerWriter, e)
+			for _, in := range plan {
 				call := time.Since(start).Nanoseconds()
-				out := s.do(l, in)
+				out := s.do(l.keys, in)
 				ret := time.Since(start).Nanoseconds()
 				mu.Lock()
 				l.ops = append(l.ops, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
@@ -95,21 +136,44 @@ func (s *session) load() *loadRun {
 	}
 	wg.Wait()
 	sort.Slice(l.ops, func(i, j int) bool { return l.ops[i].Call < l.ops[j].Call })
-	return l
+	return l, nil
+}
+
+// planWriter draws one writer's operations: fresh ones from genOp, some
+// puts with an idempotency key, and retries of its own earlier keyed puts
+// (the same request again, as after a lost answer).
+func planWriter(rng *rand.Rand, w, n int, e uint64, idems []string) []opInput {
+	var plan, keyed []opInput
+	for j := range n {
+		if len(keyed) > 0 && rng.Intn(100) < 12 {
+			in := keyed[rng.Intn(len(keyed))]
+			in.retry = true
+			plan = append(plan, in)
+			continue
+		}
+		in := genOp(rng, j, n, e)
+		if in.kind == opPut && (w+1)*slotsPerWriter <= idemSlots && len(keyed) < slotsPerWriter && rng.Intn(100) < 40 {
+			in.slot = w*slotsPerWriter + len(keyed)
+			in.idem = idems[in.slot]
+			keyed = append(keyed, in)
+		}
+		plan = append(plan, in)
+	}
+	return plan
 }
 
 // genOp draws one operation. Epochs climb through the run like successive
 // leaders, and each writer lags or leads by a little, so at any moment some
 // writers are stale: the mix a fenced sink must sort out.
-func genOp(rng *rand.Rand, w, j, n int, e uint64) opInput {
+func genOp(rng *rand.Rand, j, n int, e uint64) opInput {
 	step := uint64(j * 8 / n)
 	ep := e + step + 2
 	ep = ep + uint64(rng.Intn(4)) - 2 // e+step .. e+step+3
-	in := opInput{key: rng.Intn(numKeys), epoch: ep}
+	in := opInput{key: rng.Intn(numKeys), epoch: ep, slot: -1}
 	switch r := rng.Intn(100); {
 	case r < 55:
 		in.kind = opPut
-		in.value = fmt.Sprintf("w%d-op%d", w, j)
+		in.value = randValue(rng)
 	case r < 70:
 		in.kind = opFence
 	case r < 85:
@@ -121,16 +185,17 @@ func genOp(rng *rand.Rand, w, j, n int, e uint64) opInput {
 }
 
 // do sends one operation and classifies the answer.
-func (s *session) do(l *loadRun, in opInput) opOutput {
+func (s *session) do(keys []string, in opInput) opOutput {
 	var out opOutput
 	var rep client.Reply
 	var err error
 	switch in.kind {
 	case opPut:
 		var wr contract.WriteResponse
-		wr, rep, err = s.cl.Put(s.ctx, l.keys[in.key], []byte(in.value), in.epoch, "")
+		wr, rep, err = s.cl.Put(s.ctx, keys[in.key], []byte(in.value), in.epoch, in.idem)
 		out = opOutput{status: rep.Status, result: wr.Result, epoch: wr.Epoch, highest: wr.HighestEpoch}
-		if err == nil && !(rep.Status == http.StatusOK && wr.Result == contract.ResultOK || rep.Status == http.StatusConflict && wr.Result == contract.ResultRejectStale) {
+		okResult := wr.Result == contract.ResultOK || in.idem != "" && wr.Result == contract.ResultOKDup
+		if err == nil && !(rep.Status == http.StatusOK && okResult || rep.Status == http.StatusConflict && wr.Result == contract.ResultRejectStale) {
 			out.err = "not a contract answer to a put"
 		}
 	case opFence:
@@ -143,7 +208,7 @@ func (s *session) do(l *loadRun, in opInput) opOutput {
 	case opGet:
 		var rec contract.Record
 		var found bool
-		rec, found, rep, err = s.cl.Get(s.ctx, l.keys[in.key])
+		rec, found, rep, err = s.cl.Get(s.ctx, keys[in.key])
 		out = opOutput{status: rep.Status, value: rec.Value, epoch: rec.Epoch}
 		if found {
 			out.status = http.StatusOK
@@ -156,7 +221,7 @@ func (s *session) do(l *loadRun, in opInput) opOutput {
 		out.err = err.Error()
 	}
 	if out.err != "" {
-		out.err += fmt.Sprintf(" (status %d body %s)", rep.Status, truncate(strings.TrimSpace(string(rep.Body)), 120))
+		out.err += fmt.Sprintf(" (status %d body %s)", rep.Status, quote(string(rep.Body), 120))
 	}
 	return out
 }
@@ -165,7 +230,13 @@ func describeOp(in opInput, out opOutput) string {
 	var b strings.Builder
 	switch in.kind {
 	case opPut:
-		fmt.Fprintf(&b, "put key%d=%s epoch %d", in.key, in.value, in.epoch)
+		fmt.Fprintf(&b, "put key%d=%s epoch %d", in.key, quote(in.value, 24), in.epoch)
+		if in.slot >= 0 {
+			fmt.Fprintf(&b, " idem#%d", in.slot)
+		}
+		if in.retry {
+			b.WriteString(" (retry)")
+		}
 	case opFence:
 		fmt.Fprintf(&b, "fence epoch %d", in.epoch)
 	case opGet:
@@ -180,11 +251,11 @@ func describeOp(in opInput, out opOutput) string {
 	fmt.Fprintf(&b, " -> %d", out.status)
 	switch {
 	case in.kind == opGet && out.status == http.StatusOK:
-		fmt.Fprintf(&b, " value %s epoch %d", out.value, out.epoch)
+		fmt.Fprintf(&b, " value %s epoch %d", quote(out.value, 40), out.epoch)
 	case in.kind == opPut && out.status == http.StatusOK:
-		fmt.Fprintf(&b, " %s epoch %d", out.result, out.epoch)
+		fmt.Fprintf(&b, " %s epoch %d", quote(out.result, 40), out.epoch)
 	case in.kind != opGet:
-		fmt.Fprintf(&b, " %s highest_epoch %d", out.result, out.highest)
+		fmt.Fprintf(&b, " %s highest_epoch %d", quote(out.result, 40), out.highest)
 	}
 	return b.String()
 }
@@ -195,21 +266,26 @@ func checkAnswersUnderLoad(s *session) error {
 		return l.err
 	}
 	var bad []string
-	for _, op := range l.ops {
-		if out := op.Output.(opOutput); out.err != "" {
-			bad = append(bad, describeOp(op.Input.(opInput), out))
+	total := 0
+	for _, r := range l.rounds {
+		total += len(r.ops)
+		for _, op := range r.ops {
+			if out := op.Output.(opOutput); out.err != "" {
+				bad = append(bad, fmt.Sprintf("seed %d: %s", r.seed, describeOp(op.Input.(opInput), out)))
+			}
 		}
 	}
 	if len(bad) > 0 {
 		for _, b := range bad[:min(len(bad), 10)] {
 			s.ex = append(s.ex, Exchange{Request: b})
 		}
-		return fmt.Errorf("%d of %d requests got no contract answer (seed %d); first ones below", len(bad), len(l.ops), l.seed)
+		return fmt.Errorf("%d of %d requests got no contract answer; first ones below", len(bad), total)
 	}
 	return nil
 }
 
-// regState is the fenced register: one floor for the sink, one record per key.
+// regState is the fenced register: one floor for the sink, one record per
+// key, and which idempotency key slots have committed.
 type regState struct {
 	floor uint64
 	vals  [numKeys]struct {
@@ -217,6 +293,39 @@ type regState struct {
 		e  uint64
 		ok bool
 	}
+	idem uint64 // bit i: slot i committed
+}
+
+// stepPut is a put's transitions. A committed idempotency key answers
+// OK_DUP with the first (here: the same) epoch and changes nothing, before
+// the floor is looked at; otherwise the put is fenced as usual and commits
+// its key.
+func stepPut(st regState, in opInput, out opOutput) []interface{} {
+	unknown := out.err != ""
+	if in.slot >= 0 && st.idem&(1<<in.slot) != 0 {
+		if unknown || out.status == http.StatusOK && out.result == contract.ResultOKDup && out.epoch == in.epoch {
+			return []interface{}{st}
+		}
+		return nil
+	}
+	applies := in.epoch >= st.floor
+	next := st
+	next.floor = max(st.floor, in.epoch)
+	next.vals[in.key].v, next.vals[in.key].e, next.vals[in.key].ok = in.value, in.epoch, true
+	if in.slot >= 0 {
+		next.idem |= 1 << in.slot
+	}
+	switch {
+	case unknown && applies:
+		return []interface{}{st, next}
+	case unknown:
+		return []interface{}{st}
+	case out.status == http.StatusOK && out.result == contract.ResultOK && applies && out.epoch == in.epoch:
+		return []interface{}{next}
+	case out.status == http.StatusConflict && !applies && out.highest == st.floor:
+		return []interface{}{st}
+	}
+	return nil
 }
 
 // fencedRegister is the sequential specification the history must match.
@@ -228,21 +337,7 @@ var fencedRegister = porcupine.NondeterministicModel{
 		unknown := out.err != ""
 		switch in.kind {
 		case opPut:
-			applies := in.epoch >= st.floor
-			next := st
-			next.floor = max(st.floor, in.epoch)
-			next.vals[in.key].v, next.vals[in.key].e, next.vals[in.key].ok = in.value, in.epoch, true
-			switch {
-			case unknown && applies:
-				return []interface{}{st, next}
-			case unknown:
-				return []interface{}{st}
-			case out.status == http.StatusOK && applies && out.epoch == in.epoch:
-				return []interface{}{next}
-			case out.status == http.StatusConflict && !applies && out.highest == st.floor:
-				return []interface{}{st}
-			}
-			return nil
+			return stepPut(st, in, out)
 		case opFence:
 			applies := in.epoch >= st.floor
 			next := st
@@ -277,9 +372,22 @@ var fencedRegister = porcupine.NondeterministicModel{
 		}
 		return nil
 	},
+	DescribeOperation: func(in, out interface{}) string { return describeOp(in.(opInput), out.(opOutput)) },
+	DescribeState: func(state interface{}) string {
+		st := state.(regState)
+		var b strings.Builder
+		fmt.Fprintf(&b, "floor %d", st.floor)
+		for i, v := range st.vals {
+			if v.ok {
+				fmt.Fprintf(&b, ", key%d=%s@%d", i, quote(v.v, 16), v.e)
+			}
+		}
+		return b.String()
+	},
 }
 
-// linearizeTimeout bounds porcupine; an undecided check fails, it is not skipped.
+// linearizeTimeout bounds porcupine; an undecided check is inconclusive,
+// never passed.
 const linearizeTimeout = 60 * time.Second
 
 func checkLinearizable(s *session) error {
@@ -287,19 +395,41 @@ func checkLinearizable(s *session) error {
 	if l.err != nil {
 		return l.err
 	}
+	for _, r := range l.rounds {
+		if err := s.linearizable(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) linearizable(r loadRound) error {
 	m := fencedRegister
-	floor0 := l.floor0
+	floor0 := r.floor0
 	m.Init = func() []interface{} { return []interface{}{regState{floor: floor0}} }
-	switch porcupine.CheckOperationsTimeout(m.ToModel(), l.ops, linearizeTimeout) {
+	model := m.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(model, r.ops, linearizeTimeout)
+	switch res {
 	case porcupine.Ok:
 		return nil
 	case porcupine.Unknown:
-		return fmt.Errorf("porcupine could not decide within %s on %d operations (seed %d)", linearizeTimeout, len(l.ops), l.seed)
+		return inconclusive("porcupine could not decide within %s on %d operations (seed %d)", linearizeTimeout, len(r.ops), r.seed)
 	}
-	for _, w := range staleWitnesses(l.ops) {
+	for _, w := range staleWitnesses(r.ops) {
 		s.ex = append(s.ex, Exchange{Request: w})
 	}
-	return fmt.Errorf("the history of %d concurrent operations (seed %d, starting floor %d) is not linearizable against a fenced register; witnesses below (an answer that contradicts a floor already acknowledged)", len(l.ops), l.seed, l.floor0)
+	viz := ""
+	if s.cfg.ReportDir != "" {
+		path := filepath.Join(s.cfg.ReportDir, fmt.Sprintf("linearizable-seed%d.html", r.seed))
+		if err := os.MkdirAll(s.cfg.ReportDir, 0o755); err != nil {
+			viz = fmt.Sprintf("; writing porcupine's visualization failed: %v", err)
+		} else if err := porcupine.VisualizePath(model, info, path); err != nil {
+			viz = fmt.Sprintf("; writing porcupine's visualization failed: %v", err)
+		} else {
+			viz = "; porcupine's visualization: " + path
+		}
+	}
+	return fmt.Errorf("the history of %d concurrent operations (seed %d, starting floor %d) is not linearizable against a fenced register%s; witnesses below (an answer that contradicts a floor already acknowledged)", len(r.ops), r.seed, r.floor0, viz)
 }
 
 // staleWitnesses finds easy-to-read evidence: operations whose answer

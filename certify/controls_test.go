@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fencecheck/fencecheck/certify"
 	"github.com/fencecheck/fencecheck/contract"
@@ -22,27 +23,76 @@ import (
 
 func reference(st store.Store) (sink.Config, error) { return sink.Config{Store: st}, nil }
 
-// forgetIdem hides idempotency keys committed before this store was opened:
-// keys do not survive a restart, records and the floor do.
+// unlockedBolt opens bbolt with its lock removed (a real race, no pause).
+func unlockedBolt(dir string) sinktest.Opener {
+	return func(context.Context) (store.Store, error) {
+		st, err := boltstore.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		return st.Unlocked(), nil
+	}
+}
+
+// forgetIdem remembers only the idempotency keys it committed itself since
+// it was opened (keys do not survive a restart, records and the floor do),
+// and with keep > 0 only the last keep of them.
 type forgetIdem struct {
 	store.Store
+	keep int
 	mu   sync.Mutex
-	seen map[string]bool
+	seen []string
 }
 
 func (f *forgetIdem) Apply(ctx context.Context, req fence.Request, rule fence.Rule) (fence.Decision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, err := f.Store.Apply(ctx, req, func(st fence.State, r fence.Request) fence.Decision {
-		if !f.seen[r.IdempotencyKey] {
+		if !slices.Contains(f.seen, r.IdempotencyKey) {
 			st.Prior = nil
 		}
 		return rule(st, r)
 	})
 	if err == nil && d.Commit && req.IdempotencyKey != "" {
-		f.seen[req.IdempotencyKey] = true
+		f.seen = append(f.seen, req.IdempotencyKey)
+		if f.keep > 0 && len(f.seen) > f.keep {
+			f.seen = f.seen[1:]
+		}
 	}
 	return d, err
+}
+
+// hangupAmnesia applies the write of a client that hung up before its
+// answer but does not remember its idempotency key (as a sink that saves
+// keys only once the answer is delivered). hungUp finds the client's
+// request context, which the reference sink detaches from the store call.
+type hangupAmnesia struct{ store.Store }
+
+type clientCtxKey struct{}
+
+// hangupWindow is how long the control waits to see whether the client
+// hung up: the defect's window, not synchronization.
+const hangupWindow = 100 * time.Millisecond
+
+func (h hangupAmnesia) Apply(ctx context.Context, req fence.Request, rule fence.Rule) (fence.Decision, error) {
+	client, _ := ctx.Value(clientCtxKey{}).(context.Context)
+	if req.IdempotencyKey == "" || client == nil {
+		return h.Store.Apply(ctx, req, rule)
+	}
+	timer := time.NewTimer(hangupWindow)
+	defer timer.Stop()
+	select {
+	case <-client.Done():
+		req.IdempotencyKey = "" // gone: commit, forget the key
+	case <-timer.C:
+	}
+	return h.Store.Apply(ctx, req, rule)
+}
+
+func keepClientCtx(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, r.Context())))
+	})
 }
 
 func TestCertifyCatchesMoreControls(t *testing.T) {
@@ -60,19 +110,40 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 				}}, nil
 			})
 		}, nil, []string{"idempotency/retry-is-ok-dup", "idempotency/dup-not-reapplied", "idempotency/dup-after-takeover",
-			"idempotency/key-reuse-conflicts", "durability/idempotency-survives-restart"}},
+			"idempotency/key-reuse-conflicts", "idempotency/retry-after-many-writes", "idempotency/concurrent-retries-apply-once",
+			"idempotency/retry-after-lost-answer", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill",
+			"concurrency/linearizable", // the workload retries keyed writes
+		}},
 
 		{"amnesia (a new empty store on every restart)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, func(context.Context) (store.Store, error) { return boltstore.Open(t.TempDir()) }, reference)
-		}, []string{"durability"}, []string{"durability/floor-survives-restart", "durability/records-survive-restart", "durability/idempotency-survives-restart"}},
+		}, []string{"durability"}, []string{"durability/floor-survives-restart", "durability/records-survive-restart", "durability/idempotency-survives-restart",
+			"durability/floor-survives-kill", "durability/records-survive-kill", "durability/idempotency-survives-kill"}},
 
 		{"idempotency keys lost on restart", func(t *testing.T) *sinktest.Sink {
 			dir := t.TempDir()
 			return sinktest.StartWith(t, func(context.Context) (store.Store, error) {
 				st, err := boltstore.Open(dir)
-				return &forgetIdem{Store: st, seen: map[string]bool{}}, err
+				return &forgetIdem{Store: st}, err
 			}, reference)
-		}, []string{"durability"}, []string{"durability/idempotency-survives-restart"}},
+		}, []string{"durability"}, []string{"durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
+
+		{"remembers only its last 16 idempotency keys", func(t *testing.T) *sinktest.Sink {
+			return sinktest.StartWith(t, boltOpener(t.TempDir()), func(st store.Store) (sink.Config, error) {
+				return sink.Config{Store: &forgetIdem{Store: st, keep: 16}}, nil
+			})
+		}, []string{"idempotency", "durability"}, []string{"idempotency/retry-after-many-writes",
+			"durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
+
+		{"bbolt without its lock (idempotency key checked and written in two transactions)", func(t *testing.T) *sinktest.Sink {
+			return sinktest.StartWith(t, unlockedBolt(t.TempDir()), reference)
+		}, []string{"idempotency"}, []string{"idempotency/concurrent-retries-apply-once"}},
+
+		{"forgets the idempotency key of a client that hung up", func(t *testing.T) *sinktest.Sink {
+			return sinktest.StartWith(t, boltOpener(t.TempDir()), func(st store.Store) (sink.Config, error) {
+				return sink.Config{Store: hangupAmnesia{st}}, nil
+			}, keepClientCtx)
+		}, []string{"idempotency"}, []string{"idempotency/retry-after-lost-answer"}},
 
 		{"value limit off by one (refuses exactly 1 MiB)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, boltOpener(t.TempDir()), reference, func(h http.Handler) http.Handler {
@@ -84,7 +155,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"core"}, []string{"core/value-size-limit"}},
+		}, []string{"core", "hygiene"}, []string{"hygiene/value-size-limit"}},
 
 		{"overloaded (every 5th request 503)", func(t *testing.T) *sinktest.Sink {
 			var n atomic.Int64
@@ -108,7 +179,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"idempotency"}, []string{"idempotency/malformed-key-rejected"}},
+		}, []string{"idempotency", "hygiene"}, []string{"hygiene/malformed-idempotency-key-rejected"}},
 
 		{"reads lie (GET returns 404)", func(t *testing.T) *sinktest.Sink {
 			return sinktest.StartWith(t, boltOpener(t.TempDir()), reference, func(h http.Handler) http.Handler {
@@ -120,12 +191,12 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected", "core/value-size-limit"}},
+		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.start(t)
-			rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: c.profiles, Restart: s.Restart, Seed: 3})
+			rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: c.profiles, Restart: s.Restart, Kill: s.Kill, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,121 +4,253 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/fencecheck/fencecheck/contract"
 )
 
-// durableSetup is the state written before the one restart the durability
-// checks share: a record with an idempotency key (epoch e), a fence to e+3
-// and a record at e+4, so the floor is e+4 before the restart.
-type durableSetup struct {
-	done    bool
-	err     error
-	ex      []Exchange
-	e       uint64
-	k1, k2  string
-	i1      string
-	elapsed time.Duration
+// The durability profile restarts the sink twice, once gracefully
+// (Config.Restart) and once with SIGKILL (Config.Kill). Before each, it
+// writes hundreds of records with idempotency keys, each by a newer leader,
+// and then raises the floor with a fence alone; after it, the floor, every
+// record and every key must still be there. A check only passes when there
+// is proof that the sink went away: it was unreachable in between, or the
+// instance id it reports (contract.HeaderInstanceID) changed.
+
+// Restart modes, the suffix of the durability check names.
+const (
+	modeRestart = "restart"
+	modeKill    = "kill"
+)
+
+// durableRecords is how many records (each with its idempotency key) are
+// written before each restart.
+const durableRecords = 200
+
+type durableRec struct {
+	key, value, idem string
+	epoch            uint64
 }
 
-// durable runs the setup and the restart once per run.
-func (s *session) durable() *durableSetup {
-	if d := s.shared.durable; d != nil {
+// durableSetup is what was written before one restart, and how it went.
+type durableSetup struct {
+	err   error
+	ex    []Exchange
+	floor uint64 // raised by a fence alone, above every committed epoch
+	recs  []durableRec
+	proof string // why we believe the sink restarted; "" for no proof
+}
+
+// durable runs the setup and the restart of one mode once per run.
+func (s *session) durable(mode string) *durableSetup {
+	if d := s.shared.durable[mode]; d != nil {
 		return d
 	}
-	d := &durableSetup{done: true}
-	s.shared.durable = d
+	d := &durableSetup{}
+	if s.shared.durable == nil {
+		s.shared.durable = map[string]*durableSetup{}
+	}
+	s.shared.durable[mode] = d
 	saved, savedName := s.ex, s.name
-	s.ex, s.name = nil, "durability"
+	s.ex, s.name = nil, "durability-"+mode
 	defer func() { d.ex = s.ex; s.ex, s.name = saved, savedName }()
 
-	d.e, d.err = s.base()
-	if d.err != nil {
+	run := s.cfg.Restart
+	if mode == modeKill {
+		run = s.cfg.Kill
+	}
+	if run == nil {
+		d.err = inconclusive("no %s command given (--%s-cmd): this mode was not tried", mode, mode)
 		return d
 	}
-	d.k1, d.k2, d.i1 = s.key(), s.key(), s.idem("before-restart")
-	if d.err = all(
-		func() error { return s.putOK(d.k1, "before-restart-1", d.e, d.i1) },
-		func() error { return s.fenceOK(d.e + 3) },
-		func() error { return s.putOK(d.k2, "before-restart-2", d.e+4, "") },
-	); d.err != nil {
-		d.err = fmt.Errorf("setup before the restart failed: %w", d.err)
+	if err := s.writeBeforeRestart(d); err != nil {
+		d.err = fmt.Errorf("setup before the %s failed: %w", mode, err)
 		return d
 	}
-	start := time.Now()
-	d.err = s.restartAndWait()
-	d.elapsed = time.Since(start)
+	d.proof, d.err = s.restartWithProof(mode, run)
 	return d
 }
 
-// restartAndWait runs the restart and polls GET /v1/fence until the sink
-// answers 200 again or the deadline passes.
-func (s *session) restartAndWait() error {
+// writeBeforeRestart commits durableRecords records, each by a newer
+// leader (so a sink that refuses equal epochs still takes them), then
+// fences alone to a floor no write used, and checks the floor is there
+// before the restart (if not, the fence is broken, which core reports).
+func (s *session) writeBeforeRestart(d *durableSetup) error {
+	e, err := s.base()
+	if err != nil {
+		return err
+	}
+	for i := range durableRecords {
+		r := durableRec{key: s.key(), value: s.value(), idem: s.idem(), epoch: e + uint64(i)}
+		if err := s.putOK(r.key, r.value, r.epoch, r.idem); err != nil {
+			return err
+		}
+		d.recs = append(d.recs, r)
+	}
+	d.floor = e + durableRecords + 10
+	if err := s.fenceOK(d.floor); err != nil {
+		return err
+	}
+	if err := s.floorAtLeast(d.floor); err != nil {
+		return inconclusive("the fence did not raise the floor even before the restart (core/fence-raises-floor reports it): %v", err)
+	}
+	return nil
+}
+
+// instanceID reads the sink's instance id ("" when it sends none).
+func (s *session) instanceID(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.SinkURL+contract.PathFence, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.cfg.HTTP.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: status %d", contract.PathFence, resp.StatusCode)
+	}
+	return resp.Header.Get(contract.HeaderInstanceID), nil
+}
+
+// pollInterval is how often the sink is probed while it restarts.
+const pollInterval = 20 * time.Millisecond
+
+// restartWithProof runs the restart command while probing the sink, waits
+// until it answers again, and says what proves it went away ("" if
+// nothing does).
+func (s *session) restartWithProof(mode string, run func(context.Context) error) (string, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RestartTimeout)
 	defer cancel()
-	fmt.Fprintf(s.cfg.Progress, "...  restarting the sink (deadline %s)\n", s.cfg.RestartTimeout)
-	if err := s.cfg.Restart(ctx); err != nil {
-		return fmt.Errorf("restart command failed: %w", err)
+	before, err := s.instanceID(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the instance id before the %s: %w", mode, err)
 	}
-	var last string
-	tick := time.NewTicker(200 * time.Millisecond)
+	fmt.Fprintf(s.cfg.Progress, "...  %s of the sink (deadline %s)\n", mode, s.cfg.RestartTimeout)
+
+	// probe until the command returns: any failed probe proves the sink
+	// was down at some point.
+	var down string
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(pollInterval)
+		defer tick.Stop()
+		for {
+			if _, err := s.instanceID(ctx); err != nil && down == "" && ctx.Err() == nil {
+				down = err.Error()
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err = run(ctx)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return "", fmt.Errorf("%s command failed: %w", mode, err)
+	}
+	after, err := s.waitAnswering(ctx)
+	if err != nil {
+		return "", err
+	}
+	if after.down != "" && down == "" {
+		down = after.down
+	}
+	fmt.Fprintf(s.cfg.Progress, "...  sink answers again\n")
+	switch {
+	case after.id != "" && after.id != before:
+		return fmt.Sprintf("its instance id changed from %s to %s", quote(before, 80), quote(after.id, 80)), nil
+	case down != "":
+		return "it was unreachable in between (" + quote(down, 200) + ")", nil
+	}
+	return "", nil
+}
+
+type answering struct{ id, down string }
+
+// waitAnswering polls until the sink answers GET /v1/fence with 200 or the
+// deadline passes; it returns the instance id and the first failed probe.
+func (s *session) waitAnswering(ctx context.Context) (answering, error) {
+	var a answering
+	tick := time.NewTicker(pollInterval * 10)
 	defer tick.Stop()
 	for {
-		_, rep, err := s.cl.Floor(ctx)
-		if err == nil && rep.Status == http.StatusOK {
-			fmt.Fprintf(s.cfg.Progress, "...  sink answers again\n")
-			return nil
+		id, err := s.instanceID(ctx)
+		if err == nil {
+			a.id = id
+			return a, nil
 		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = fmt.Sprintf("status %d", rep.Status)
+		if a.down == "" {
+			a.down = err.Error()
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the sink did not answer GET /v1/fence within %s after the restart (last: %s)", s.cfg.RestartTimeout, last)
+			return a, fmt.Errorf("the sink did not answer GET /v1/fence within %s after the restart (last: %s)", s.cfg.RestartTimeout, err)
 		case <-tick.C:
 		}
 	}
 }
 
-// withSetup runs a durability check after the shared setup, reporting the
-// setup's transcript when it failed.
-func withSetup(s *session, check func(d *durableSetup) error) error {
-	d := s.durable()
+// afterRestart runs a durability check after the mode's shared setup. A
+// failure stands on its own; a pass needs proof that the sink went away.
+func afterRestart(s *session, mode string, check func(d *durableSetup) error) error {
+	d := s.durable(mode)
 	if d.err != nil {
 		s.ex = append(d.ex, s.ex...)
 		return d.err
 	}
-	return check(d)
+	if err := check(d); err != nil {
+		return err
+	}
+	if d.proof == "" {
+		return inconclusive("everything survived, but nothing shows the sink went away: it answered every probe during the %s command and reports no %s, or the same one (is the command doing anything?)", mode, contract.HeaderInstanceID)
+	}
+	return nil
 }
 
-func checkFloorSurvives(s *session) error {
-	return withSetup(s, func(d *durableSetup) error {
-		k := s.key()
-		return all(
-			func() error { return s.floorAtLeast(d.e + 4) },
-			func() error { return s.putStale(k, "stale-after-restart", d.e+3, "", d.e+4) },
-			func() error { return s.absent(k) },
-		)
-	})
+func checkFloorSurvives(mode string) func(*session) error {
+	return func(s *session) error {
+		return afterRestart(s, mode, func(d *durableSetup) error {
+			k := s.key()
+			return all(
+				func() error { return s.floorAtLeast(d.floor) },
+				func() error { return s.putStale(k, s.v("stale"), d.floor-1, "", d.floor) },
+				func() error { return s.absent(k) },
+			)
+		})
+	}
 }
 
-func checkRecordsSurvive(s *session) error {
-	return withSetup(s, func(d *durableSetup) error {
-		return all(
-			func() error { return s.recordIs(d.k1, "before-restart-1", d.e) },
-			func() error { return s.recordIs(d.k2, "before-restart-2", d.e+4) },
-		)
-	})
+func checkRecordsSurvive(mode string) func(*session) error {
+	return func(s *session) error {
+		return afterRestart(s, mode, func(d *durableSetup) error {
+			for i, r := range d.recs {
+				if err := s.recordIs(r.key, r.value, r.epoch); err != nil {
+					return fmt.Errorf("record %d of %d acknowledged before the %s: %w", i+1, len(d.recs), mode, err)
+				}
+			}
+			return nil
+		})
+	}
 }
 
-func checkIdemSurvives(s *session) error {
-	return withSetup(s, func(d *durableSetup) error {
-		return all(
-			func() error {
-				return s.putExpect(d.k1, "before-restart-1", d.e, d.i1, http.StatusOK, "OK_DUP", d.e)
-			},
-			func() error { return s.recordIs(d.k1, "before-restart-1", d.e) },
-		)
-	})
+func checkIdemSurvives(mode string) func(*session) error {
+	return func(s *session) error {
+		return afterRestart(s, mode, func(d *durableSetup) error {
+			for i, r := range d.recs {
+				if err := s.putExpect(r.key, r.value, r.epoch, r.idem, http.StatusOK, contract.ResultOKDup, r.epoch); err != nil {
+					return fmt.Errorf("retry %d of %d committed before the %s: %w", i+1, len(d.recs), mode, err)
+				}
+			}
+			return nil
+		})
+	}
 }

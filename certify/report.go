@@ -43,7 +43,8 @@ func WriteReports(dir string, r Report) error {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// JUnit renders the report with one test suite per profile.
+// JUnit renders the report with one test suite per profile. An
+// inconclusive check is a failure of type "inconclusive": never a pass.
 func JUnit(r Report) ([]byte, error) {
 	var out junit.Suites
 	for _, p := range r.Profiles {
@@ -54,13 +55,13 @@ func JUnit(r Report) ([]byte, error) {
 				continue
 			}
 			c := junit.Case{Name: res.Name, ClassName: "certify." + p, Time: secs(res.Duration)}
-			if !res.Passed {
+			if !res.Passed() {
 				suite.Failures++
 				var body strings.Builder
 				for _, e := range res.Exchanges {
 					body.WriteString(e.String() + "\n")
 				}
-				c.Failure = &junit.Failure{Message: res.Message, Text: body.String()}
+				c.Failure = &junit.Failure{Message: res.Message, Type: string(res.Verdict), Text: body.String()}
 			}
 			total += res.Duration
 			suite.Tests++
@@ -77,49 +78,52 @@ func JUnit(r Report) ([]byte, error) {
 }
 
 // Certificate renders the Markdown certificate: a verdict per profile,
-// then every check, then the failures with their transcripts.
+// then every check, then the failures with their transcripts. Sink text
+// only ever appears scrubbed (no backticks, no control characters) inside
+// code blocks, so it cannot end a block or inject Markdown.
 func Certificate(r Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sink contract v1 certificate\n\n")
-	fmt.Fprintf(&b, "- Sink: `%s`\n- Run: `%s` (seed %d)\n- Started: %s, finished: %s\n\n", r.SinkURL, r.RunID, r.Seed,
-		r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
+	fmt.Fprintf(&b, "- Sink: `%s`\n- Run: `%s`\n- Seed: `%d` (`fencecheck certify --seed %d` sends the same traffic to a fresh sink)\n- Started: %s, finished: %s\n\n",
+		scrub(r.SinkURL), scrub(r.RunID), r.Seed, r.Seed, r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
 	fmt.Fprintf(&b, "| Profile | Verdict | Checks passed |\n|---|---|---|\n")
 	for _, p := range AllProfiles {
 		n, ok := 0, 0
 		for _, res := range r.Results {
 			if res.Profile == p {
 				n++
-				if res.Passed {
+				if res.Passed() {
 					ok++
 				}
 			}
 		}
-		verdict := "not run"
-		if n > 0 {
-			verdict = "**FAIL**"
-			if ok == n {
-				verdict = "PASS"
-			}
+		verdict := r.ProfileVerdict(p)
+		switch verdict {
+		case ProfilePass:
+		case ProfileNotRun:
+			verdict = "not run"
+		default:
+			verdict = "**" + verdict + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d |\n", p, verdict, ok, n)
+		fmt.Fprintf(&b, "| %s | %s | %d/%d |\n", p, verdict, ok, len(checksOf(p)))
 	}
 	fmt.Fprintf(&b, "\n## Checks\n\n| Check | Result | What it asks |\n|---|---|---|\n")
 	for _, res := range r.Results {
-		v := "pass"
-		if !res.Passed {
-			v = "**FAIL**"
+		v := string(res.Verdict)
+		if !res.Passed() {
+			v = "**" + strings.ToUpper(v) + "**"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", res.Name, v, res.Summary)
 	}
-	if failed := r.Failed(); len(failed) > 0 {
-		fmt.Fprintf(&b, "\n## Failures\n")
+	if len(r.Failed())+len(r.InconclusiveChecks()) > 0 {
+		fmt.Fprintf(&b, "\n## Failures and inconclusive checks\n")
 		for _, res := range r.Results {
-			if res.Passed {
+			if res.Passed() {
 				continue
 			}
-			fmt.Fprintf(&b, "\n### `%s`\n\n%s\n\n```\n", res.Name, res.Message)
+			fmt.Fprintf(&b, "\n### `%s` (%s)\n\n```\n%s\n\n", res.Name, res.Verdict, scrub(res.Message))
 			for _, e := range res.Exchanges {
-				fmt.Fprintf(&b, "%s\n", e.String())
+				fmt.Fprintf(&b, "%s\n", scrub(e.String()))
 			}
 			fmt.Fprintf(&b, "```\n")
 		}

@@ -3,9 +3,12 @@ package certify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -26,42 +29,113 @@ type session struct {
 	cfg    Config
 	cl     *client.Client
 	name   string
-	nKeys  int
+	rng    *rand.Rand
 	ex     []Exchange
 	shared *sharedState
+	// floor0 is the floor the check started from (fillers write at or
+	// below it); fillerKeys are the keys fillers wrote.
+	floor0     uint64
+	floorKnown bool
+	fillerKeys []string
+	fillers    int
+	vals       map[string]string
 }
 
 // sharedState carries results between checks of one run (the durability
 // checks share one restart).
 type sharedState struct {
-	durable *durableSetup
+	durable map[string]*durableSetup // by restart mode
 	load    *loadRun
 }
 
 func runCheck(ctx context.Context, cfg Config, cl *client.Client, sh *sharedState, chk check) Result {
-	s := &session{ctx: ctx, cfg: cfg, cl: cl, name: chk.name, shared: sh}
+	s := &session{ctx: ctx, cfg: cfg, cl: cl, name: chk.name, shared: sh, rng: checkRand(cfg.Seed, chk.profile+"/"+chk.name)}
 	start := time.Now()
 	err := chk.run(s)
-	res := Result{Profile: chk.profile, Name: chk.profile + "/" + chk.name, Summary: chk.summary, Passed: err == nil, Duration: time.Since(start)}
+	res := Result{Profile: chk.profile, Name: chk.profile + "/" + chk.name, Summary: chk.summary, Verdict: Pass, Duration: time.Since(start)}
+	var inc *inconclusiveError
+	switch {
+	case errors.As(err, &inc):
+		res.Verdict = Inconclusive
+	case err != nil:
+		res.Verdict = Fail
+	}
 	if err != nil {
 		res.Message = err.Error()
 		res.Exchanges = s.ex
+		if n := len(s.ex) - maxExchanges; n > 0 {
+			res.Exchanges = append([]Exchange{{Request: fmt.Sprintf("(%d earlier exchanges not shown)", n)}}, s.ex[n:]...)
+		}
+		if s.fillers > 0 {
+			res.Exchanges = append(res.Exchanges, Exchange{Request: fmt.Sprintf("(%d filler requests between the steps above are not shown; the seed reproduces them)", s.fillers)})
+		}
 	}
 	return res
 }
 
-// key returns a record key no earlier run or check has used.
-func (s *session) key() string {
-	s.nKeys++
-	return fmt.Sprintf("certify-%s-%s-%d", s.cfg.RunID, s.name, s.nKeys)
+// maxExchanges bounds the transcript kept for a result (its last ones).
+const maxExchanges = 40
+
+// inconclusiveError marks a check that found no evidence either way.
+type inconclusiveError struct{ msg string }
+
+func (e *inconclusiveError) Error() string { return "INCONCLUSIVE: " + e.msg }
+
+func inconclusive(format string, a ...any) error {
+	return &inconclusiveError{msg: fmt.Sprintf(format, a...)}
 }
 
-func (s *session) idem(tag string) string {
-	return fmt.Sprintf("certify-%s-%s-%s", s.cfg.RunID, s.name, tag)
+// key returns a fresh record key, idem a fresh Idempotency-Key and value
+// a value, all drawn from the seed.
+func (s *session) key() string   { return randKey(s.rng) }
+func (s *session) idem() string  { return randIdem(s.rng) }
+func (s *session) value() string { return randValue(s.rng) }
+
+// v is the random value a check calls by a name ("new-leader"), the same
+// for the same name within the check.
+func (s *session) v(name string) string {
+	if s.vals == nil {
+		s.vals = map[string]string{}
+	}
+	if _, ok := s.vals[name]; !ok {
+		s.vals[name] = s.value()
+	}
+	return s.vals[name]
+}
+
+// traffic sends filler requests before a step, so that a check's writes hide
+// among writes a sink cannot tell apart. Their answers are not evidence and
+// are not judged; a transport error is, and ends the check.
+func (s *session) traffic() error {
+	if !s.floorKnown {
+		return nil
+	}
+	for _, f := range nextFillers(s.rng, s.floor0, &s.fillerKeys) {
+		s.fillers++
+		var err error
+		switch f.kind {
+		case opPut:
+			_, _, err = s.cl.Put(s.ctx, f.key, []byte(f.value), f.epoch, f.idem)
+		case opGet:
+			_, _, _, err = s.cl.Get(s.ctx, f.key)
+			if err != nil && !isTransport(err) {
+				err = nil // a read's answer is not judged here
+			}
+		case opFloor:
+			_, _, err = s.cl.Floor(s.ctx)
+			if err != nil && !isTransport(err) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("a filler request between the steps failed: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *session) record(req string, rep client.Reply, err error) {
-	e := Exchange{Request: req, Status: rep.Status, Response: truncate(strings.TrimSpace(string(rep.Body)), 300)}
+	e := Exchange{Request: req, Status: rep.Status, Response: quote(string(rep.Body), 300)}
 	if err != nil {
 		e.Error = err.Error()
 	}
@@ -73,10 +147,10 @@ func describePut(key string, value []byte, hdr map[string]string) string {
 	fmt.Fprintf(&b, "PUT %s", contract.RecordPath(key))
 	for _, h := range []string{contract.HeaderEpoch, contract.HeaderIdempotencyKey} {
 		if v, ok := hdr[h]; ok {
-			fmt.Fprintf(&b, " %s: %q", h, truncate(v, 60))
+			fmt.Fprintf(&b, " %s: %s", h, quote(v, 60))
 		}
 	}
-	fmt.Fprintf(&b, " body %q", truncate(string(value), 40))
+	fmt.Fprintf(&b, " body %s", quote(string(value), 40))
 	return b.String()
 }
 
@@ -86,6 +160,9 @@ func (s *session) floor() (uint64, error) {
 	s.record("GET "+contract.PathFence, rep, err)
 	if err != nil {
 		return 0, fmt.Errorf("reading the floor: %w", err)
+	}
+	if !s.floorKnown {
+		s.floor0, s.floorKnown = f, true
 	}
 	return f, nil
 }
@@ -104,6 +181,9 @@ func (s *session) base() (uint64, error) {
 
 // rawPut sends a PUT with exactly the given headers.
 func (s *session) rawPut(key string, value []byte, hdr map[string]string) (client.Reply, error) {
+	if err := s.traffic(); err != nil {
+		return client.Reply{}, err
+	}
 	rep, err := s.raw(http.MethodPut, contract.RecordPath(key), value, hdr)
 	s.record(describePut(key, value, hdr), rep, err)
 	return rep, err
@@ -127,6 +207,9 @@ func (s *session) raw(method, path string, body []byte, hdr map[string]string) (
 }
 
 func (s *session) put(key, value string, epoch uint64, idem string) (contract.WriteResponse, client.Reply, error) {
+	if err := s.traffic(); err != nil {
+		return contract.WriteResponse{}, client.Reply{}, err
+	}
 	wr, rep, err := s.cl.Put(s.ctx, key, []byte(value), epoch, idem)
 	hdr := map[string]string{contract.HeaderEpoch: contract.FormatEpoch(epoch)}
 	if idem != "" {
@@ -137,12 +220,18 @@ func (s *session) put(key, value string, epoch uint64, idem string) (contract.Wr
 }
 
 func (s *session) fence(epoch uint64) (contract.FenceResponse, client.Reply, error) {
+	if err := s.traffic(); err != nil {
+		return contract.FenceResponse{}, client.Reply{}, err
+	}
 	fr, rep, err := s.cl.Fence(s.ctx, epoch)
 	s.record(fmt.Sprintf("POST %s %s: %d", contract.PathFence, contract.HeaderEpoch, epoch), rep, err)
 	return fr, rep, err
 }
 
 func (s *session) get(key string) (contract.Record, bool, error) {
+	if err := s.traffic(); err != nil {
+		return contract.Record{}, false, err
+	}
 	rec, found, rep, err := s.cl.Get(s.ctx, key)
 	s.record("GET "+contract.RecordPath(key), rep, err)
 	return rec, found, err
@@ -156,7 +245,7 @@ func (s *session) putExpect(key, value string, epoch uint64, idem string, status
 		return fmt.Errorf("PUT %s at epoch %d: %w", key, epoch, err)
 	}
 	if rep.Status != status || wr.Result != result || wr.Epoch != wantEpoch {
-		return fmt.Errorf("PUT %s at epoch %d: want %d {result:%s epoch:%d}, got %d %s", key, epoch, status, result, wantEpoch, rep.Status, strings.TrimSpace(string(rep.Body)))
+		return fmt.Errorf("PUT %s at epoch %d: want %d {result:%s epoch:%d}, got %d %s", key, epoch, status, result, wantEpoch, rep.Status, body(rep.Body))
 	}
 	return nil
 }
@@ -173,7 +262,7 @@ func (s *session) putStale(key, value string, epoch uint64, idem string, minFloo
 	}
 	if rep.Status != http.StatusConflict || wr.Result != contract.ResultRejectStale || wr.HighestEpoch < minFloor {
 		return fmt.Errorf("stale PUT %s at epoch %d (floor is %d): want 409 {result:%s highest_epoch>=%d}, got %d %s",
-			key, epoch, minFloor, contract.ResultRejectStale, minFloor, rep.Status, strings.TrimSpace(string(rep.Body)))
+			key, epoch, minFloor, contract.ResultRejectStale, minFloor, rep.Status, body(rep.Body))
 	}
 	return nil
 }
@@ -184,7 +273,7 @@ func (s *session) fenceOK(epoch uint64) error {
 		return fmt.Errorf("POST fence at epoch %d: %w", epoch, err)
 	}
 	if rep.Status != http.StatusOK || fr.Result != contract.ResultOK || fr.HighestEpoch != epoch {
-		return fmt.Errorf("POST fence at epoch %d: want 200 {result:OK highest_epoch:%d}, got %d %s", epoch, epoch, rep.Status, strings.TrimSpace(string(rep.Body)))
+		return fmt.Errorf("POST fence at epoch %d: want 200 {result:OK highest_epoch:%d}, got %d %s", epoch, epoch, rep.Status, body(rep.Body))
 	}
 	return nil
 }
@@ -206,9 +295,9 @@ func (s *session) recordIs(key, value string, epoch uint64) error {
 	case err != nil:
 		return fmt.Errorf("GET %s: %w", key, err)
 	case !found:
-		return fmt.Errorf("GET %s: 404, want value %q at epoch %d", key, truncate(value, 40), epoch)
+		return fmt.Errorf("GET %s: 404, want value %s at epoch %d", key, quote(value, 40), epoch)
 	case rec.Value != value || rec.Epoch != epoch:
-		return fmt.Errorf("GET %s: value %q epoch %d, want value %q epoch %d", key, truncate(rec.Value, 40), rec.Epoch, truncate(value, 40), epoch)
+		return fmt.Errorf("GET %s: value %s epoch %d, want value %s epoch %d", key, quote(rec.Value, 40), rec.Epoch, quote(value, 40), epoch)
 	}
 	return nil
 }
@@ -219,7 +308,7 @@ func (s *session) absent(key string) error {
 	case err != nil:
 		return fmt.Errorf("GET %s: %w", key, err)
 	case found:
-		return fmt.Errorf("GET %s: found value %q at epoch %d, but that write must not have been applied", key, truncate(rec.Value, 40), rec.Epoch)
+		return fmt.Errorf("GET %s: found value %s at epoch %d, but that write must not have been applied", key, quote(rec.Value, 40), rec.Epoch)
 	}
 	return nil
 }
@@ -232,4 +321,11 @@ func all(steps ...func() error) error {
 		}
 	}
 	return nil
+}
+
+// isTransport reports whether err means no HTTP answer came back at all
+// (client.Client reports non-contract answers as errors too).
+func isTransport(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }

@@ -17,6 +17,10 @@ const (
 	HeaderEpoch = "x-camel-leader-epoch"
 	// HeaderIdempotencyKey names one logical write; retries reuse it.
 	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderInstanceID is optional: a value a sink sends on its answers that
+	// changes whenever the sink process restarts, so certify can tell that
+	// a restart really happened.
+	HeaderInstanceID = "Sink-Instance-Id"
 
 	// MaxValueBytes is the largest record value a sink must accept.
 	MaxValueBytes = 1 << 20

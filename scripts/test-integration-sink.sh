@@ -10,6 +10,8 @@
 # a loopback port (no systemd), and is reused when it is already running.
 # Env: FENCECHECK_PG_PORT (55432), FENCECHECK_PG_DIR (/var/tmp/fencecheck-postgres),
 # FENCECHECK_PG_KEEP=1 keeps the server running after the tests.
+# FENCECHECK_CALIBRATE=20 also runs the concurrency calibration (each race
+# control, bbolt and PostgreSQL, certified 20 times; at least 19 caught).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
@@ -93,4 +95,9 @@ esac
 step "PostgreSQL" start_pg
 [ "${FENCECHECK_PG_KEEP:-}" = 1 ] || trap stop_pg EXIT
 step "go test -tags integration (sink, certify)" \
-	go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
+	env -u FENCECHECK_CALIBRATE go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
+if [ -n "${FENCECHECK_CALIBRATE:-}" ]; then
+	# -v so that the "caught N of M" figures are printed
+	step "concurrency calibration ($FENCECHECK_CALIBRATE runs per race control)" \
+		go test -tags integration -count=1 -v -run '^TestCalibrate' ./certify/
+fi

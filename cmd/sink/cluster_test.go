@@ -23,7 +23,8 @@ import (
 // whichever pod is ready. Needs: make kind-up images (KUBECONFIG set).
 //
 // The negative control (--broken=forget-floor appended to the args) proves
-// the restart really happens: it must fail durability/floor-survives-restart.
+// the restart really happens: it must fail durability/floor-survives-restart
+// and -kill.
 func TestCertifySinkOnCluster(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -31,15 +32,15 @@ func TestCertifySinkOnCluster(t *testing.T) {
 		wantFail []string
 	}{
 		{"reference", "", nil},
-		{"forget-floor", "--broken=forget-floor", []string{"durability/floor-survives-restart"}},
+		{"forget-floor", "--broken=forget-floor", []string{"durability/floor-survives-restart", "durability/floor-survives-kill"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := deployAndCertify(t, c.extraArg)
 			if f := rep.Failed(); strings.Join(f, ",") != strings.Join(c.wantFail, ",") {
 				t.Fatalf("failed %v, want %v", f, c.wantFail)
 			}
-			if len(rep.Results) != 22 {
-				t.Fatalf("%d checks ran, want 22", len(rep.Results))
+			if n := len(certify.Checks(nil)); len(rep.Results) != n {
+				t.Fatalf("%d checks ran, want %d", len(rep.Results), n)
 			}
 		})
 	}
@@ -104,8 +105,16 @@ func deployAndCertify(t *testing.T, extraArg string) certify.Report {
 		}
 		return nil
 	}
+	// SIGKILL: a forced delete sends no SIGTERM; it returns once the pod
+	// is gone, and certify waits for the replacement to answer.
+	kill := func(ctx context.Context) error {
+		if out, err := kubectl("-n", ns, "delete", "pod", "-l", "app=fencecheck-sink", "--grace-period=0", "--force", "--wait=true"); err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		return nil
+	}
 	var progress strings.Builder
-	rep, err := certify.Run(ctx, certify.Config{SinkURL: sinkURL, Restart: restart, RestartTimeout: 4 * time.Minute,
+	rep, err := certify.Run(ctx, certify.Config{SinkURL: sinkURL, Restart: restart, Kill: kill, RestartTimeout: 4 * time.Minute,
 		Progress: &progress, HTTP: &http.Client{Timeout: 30 * time.Second}})
 	t.Logf("certify:\n%s", progress.String())
 	if err != nil {

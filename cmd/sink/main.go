@@ -28,6 +28,7 @@ func main() { os.Exit(run(os.Args[1:])) }
 // options are the command-line flags.
 type options struct {
 	addr, data, store, pgDSN, pgPrefix, broken string
+	tokenFile, tlsCert, tlsKey                 string
 }
 
 // errHelp means --help was asked for and printed.
@@ -42,6 +43,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.store, "store", "bolt", "store: bolt or postgres")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL DSN for --store=postgres (default: $FENCECHECK_PG_DSN)")
 	fs.StringVar(&o.pgPrefix, "pg-prefix", "sink", "table name prefix in PostgreSQL")
+	fs.StringVar(&o.tokenFile, "token-file", "", "require \"Authorization: Bearer <token>\" with the token in this file on every path but /healthz")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.broken, "broken", "", "serve a negative control instead of the reference rule: "+strings.Join(broken.Names(), ", "))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sink [flags]\n\nThe reference fencing sink (sink contract v1, see docs/sink-contract.md).\n\nflags:\n")
@@ -63,7 +67,24 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	default:
 		return o, fmt.Errorf("unknown --store %q (bolt or postgres)", o.store)
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return o, errors.New("--tls-cert and --tls-key go together")
+	}
 	return o, nil
+}
+
+// readToken reads the bearer token: the file's content without surrounding
+// whitespace, which must not be empty.
+func readToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--token-file %s is empty", path)
+	}
+	return tok, nil
 }
 
 func run(args []string) int {
@@ -115,15 +136,31 @@ func run(args []string) int {
 		return 1
 	}
 
+	h := v.Serve(srv.Handler())
+	if o.tokenFile != "" {
+		tok, err := readToken(o.tokenFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sink:", err)
+			return 1
+		}
+		h = sink.RequireToken(h, tok)
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sink:", err)
 		return 1
 	}
-	hs := sink.HTTPServer(v.Serve(srv.Handler()), sink.DefaultTimeouts)
-	log.Info("sink listening", "addr", ln.Addr().String(), "store", o.store, "data", o.data, "broken", o.broken)
+	hs := sink.HTTPServer(h, sink.DefaultTimeouts)
+	log.Info("sink listening", "addr", ln.Addr().String(), "store", o.store, "data", o.data, "broken", o.broken,
+		"tls", o.tlsCert != "", "auth", o.tokenFile != "")
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if o.tlsCert != "" {
+			errc <- hs.ServeTLS(ln, o.tlsCert, o.tlsKey)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		fmt.Fprintln(os.Stderr, "sink:", err)

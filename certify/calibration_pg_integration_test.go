@@ -1,0 +1,34 @@
+//go:build integration
+
+package certify_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/fixtures/sink/pgstore"
+	"github.com/fencecheck/fencecheck/fixtures/sink/sinktest"
+	"github.com/fencecheck/fencecheck/fixtures/sink/store"
+)
+
+// The PostgreSQL race controls, calibrated like the bbolt ones:
+//
+//	FENCECHECK_CALIBRATE=20 bash scripts/test-integration-sink.sh
+func TestCalibrateConcurrencyOnPostgres(t *testing.T) {
+	n := calibrationRuns(t)
+	calibrate(t, []raceControl{
+		{"PostgreSQL without its lock", func(t *testing.T) *sinktest.Sink {
+			open := pgOpener(t)
+			return sinktest.StartWith(t, func(ctx context.Context) (store.Store, error) {
+				st, err := open(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return st.(*pgstore.Store).Unlocked(), nil
+			}, reference)
+		}},
+		{"check-then-act sink with no pause on PostgreSQL", func(t *testing.T) *sinktest.Sink {
+			return checkThenAct(t, pgOpener(t))
+		}},
+	}, n)
+}
