@@ -41,6 +41,8 @@ const (
 	CorrectSink    SinkMode = ""
 	UnfencedSink   SinkMode = "unfenced"
 	HideCommitSink SinkMode = "hide-commit"
+	// PerKeyFloorSink fences each key against its own last epoch.
+	PerKeyFloorSink SinkMode = "per-key-floor"
 )
 
 // Sink is how the reference sink runs in a scenario.

@@ -191,6 +191,13 @@ func All() []Def {
 			Expect:     control(check.BridgeDrain),
 		},
 		{
+			Name:        "neg-per-key-floor-sink",
+			Description: "negative control: --ignore-demotion with a sink that fences each key against its own last epoch: the stale leader commits rows the new leader has not written yet",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: PerKeyFloorSink},
+			Expect: control(check.NoStaleCommit),
+		},
+		{
 			Name:        "neg-lying-sink",
 			Description: "negative control: a sink whose /v1/history hides a commit its client saw acknowledged: the witness the harness owns shows the lie",
 			Chaos:       PartitionOnce,
