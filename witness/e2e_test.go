@@ -146,6 +146,11 @@ func TestWitnessAgreesWithReferenceSink(t *testing.T) {
 		if o.Key == "a/b c" && o.Path != "/v1/records/a%2Fb%20c" {
 			t.Errorf("escaped key: path %q", o.Path)
 		}
+		// The reference sink names its instance on every answer; the
+		// checks see a restart as a change of it.
+		if o.Status != 0 && o.SinkInstance == "" {
+			t.Errorf("op %d (%s %s): no sink instance recorded", o.ID, o.Method, o.Path)
+		}
 	}
 	if ok != 34 || fail != 1 {
 		t.Errorf("%d ok, %d fail; want 34 and the stale write's 1", ok, fail)

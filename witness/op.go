@@ -67,6 +67,7 @@ type answer struct {
 	bodyLen   int64  // bytes of answer body passed back
 	truncated bool   // body is only a prefix of the answer
 	err       string // why there is no definite answer; "" when there is
+	instance  string // the sink's contract.HeaderInstanceID, if it sent one
 	// notSent: the upstream could not be reached (dial failed), so the
 	// request certainly took no effect.
 	notSent bool
@@ -104,6 +105,7 @@ func finish(op record.Operation, v value, a answer) record.Operation {
 		op.ValueSHA256 = v.sha256
 	}
 	op.Status = a.status
+	op.SinkInstance = a.instance
 	op.AnswerLen = a.bodyLen
 	op.Error = a.err
 	op.Type = classify(a)

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -155,7 +156,7 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	removeHopByHop(h)
 	w.WriteHeader(resp.StatusCode)
 
-	a := answer{status: resp.StatusCode}
+	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID)}
 	var c capture
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Verdict is one check's judgement of one scenario.
@@ -228,12 +229,31 @@ func Missing(s *history.Scenario, src string) []string {
 	if src == history.EvidenceWitness && s.Witness != nil && s.Witness.Dropped > 0 {
 		out = append(out, fmt.Sprintf("the witness dropped %d operations past its limit", s.Witness.Dropped))
 	}
+	if src == history.EvidenceSink && s.Witness != nil {
+		if ids := sinkInstances(s.Witness); len(ids) > 1 {
+			out = append(out, fmt.Sprintf("the sink restarted during the run (the witness saw %d instance ids: %v): its history covers the last one only", len(ids), ids))
+		}
+	}
 	if src == history.EvidenceEvents {
 		for _, pod := range s.Pods() {
 			evs := s.Events[pod]
 			if len(evs) == 0 || evs[len(evs)-1].Kind != eventlog.KindStopped {
 				out = append(out, pod+": its log does not end with the stopped event")
 			}
+		}
+	}
+	return out
+}
+
+// sinkInstances are the distinct instance ids the sink answered with, in
+// the order the witness first saw them.
+func sinkInstances(h *record.History) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, o := range h.Operations {
+		if o.SinkInstance != "" && !seen[o.SinkInstance] {
+			seen[o.SinkInstance] = true
+			out = append(out, o.SinkInstance)
 		}
 	}
 	return out

@@ -54,6 +54,18 @@ func TestWitnessEvidenceMissing(t *testing.T) {
 	s = synth.Scenario("dropped", synth.Defect{})
 	s.Witness.Dropped = 3
 	wantInconclusive(t, s, WitnessAgrees, "the witness dropped 3 operations")
+	// A sink restart mid-run: its in-memory history lost the attempts
+	// before it, so every sink-side check is INCONCLUSIVE.
+	s = synth.Scenario("sink-restarted", synth.Defect{})
+	for i := range s.Witness.Operations {
+		s.Witness.Operations[i].SinkInstance = "boot-1"
+		if i >= len(s.Witness.Operations)/2 {
+			s.Witness.Operations[i].SinkInstance = "boot-2"
+		}
+	}
+	for _, c := range []string{NoStaleCommit, Idempotency, WitnessAgrees} {
+		wantInconclusive(t, s, c, "the sink restarted during the run")
+	}
 	s = synth.Scenario("no-witness-read", synth.Defect{})
 	s.MissingEvidence(history.EvidenceWitness, "witness history: connection refused")
 	wantInconclusive(t, s, WitnessAgrees, "witness evidence incomplete")

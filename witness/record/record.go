@@ -62,6 +62,10 @@ type Operation struct {
 	Result       string `json:"result,omitempty"`
 	ResultEpoch  uint64 `json:"result_epoch,omitempty"`
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
+	// SinkInstance is the instance id the sink sent with its answer
+	// (Sink-Instance-Id), if any: a change within one run is a sink
+	// restart, which its in-memory history does not survive.
+	SinkInstance string `json:"sink_instance,omitempty"`
 	// AnswerLen is the length of the answer body passed back.
 	AnswerLen int64 `json:"answer_len,omitempty"`
 	// Error says why an Info operation has no definite answer.
