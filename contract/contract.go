@@ -98,6 +98,11 @@ type Attempt struct {
 	Result         string    `json:"result"`
 	// FloorAfter is the sink's floor once this attempt was decided.
 	FloorAfter uint64 `json:"floor_after"`
+	// Order is the sink's decision order (optional, the reference sink
+	// sets it): taken inside the store's transaction, under its lock, so
+	// it is the order the decisions took effect in, which arrival (Seq)
+	// is not. Checks judge in Order when every attempt has one.
+	Order uint64 `json:"order,omitempty"`
 }
 
 // Committed reports whether the attempt changed the sink's records.

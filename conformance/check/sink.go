@@ -12,10 +12,22 @@ import (
 	"github.com/fencecheck/fencecheck/eventlog"
 )
 
-// attempts returns the sink's attempts in arrival (Seq) order.
+// attempts returns the sink's attempts in the order its decisions took
+// effect when it reports one for every attempt (contract.Attempt.Order),
+// else in arrival (Seq) order. Arrival order can put a write decided
+// before a concurrent fence after it, and call it stale.
 func attempts(s *history.Scenario) []contract.Attempt {
 	out := append([]contract.Attempt(nil), s.Attempts...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	byOrder := len(out) > 0
+	for _, a := range out {
+		byOrder = byOrder && a.Order > 0
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if byOrder {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Seq < out[j].Seq
+	})
 	return out
 }
 
@@ -280,12 +292,15 @@ func checkRejectedNotInState(s *history.Scenario) Verdict {
 
 func checkFloorMonotonic(s *history.Scenario) Verdict {
 	var e evidence
-	as := attempts(s)
-	var floor, highest uint64
-	for i, a := range as {
-		if i > 0 && a.Seq != as[i-1].Seq+1 {
-			e.failf("sink history has a hole: seq %d then %d", as[i-1].Seq, a.Seq)
+	bySeq := append([]contract.Attempt(nil), s.Attempts...)
+	sort.Slice(bySeq, func(i, j int) bool { return bySeq[i].Seq < bySeq[j].Seq })
+	for i := 1; i < len(bySeq); i++ {
+		if bySeq[i].Seq != bySeq[i-1].Seq+1 {
+			e.failf("sink history has a hole: seq %d then %d", bySeq[i-1].Seq, bySeq[i].Seq)
 		}
+	}
+	var floor, highest uint64
+	for _, a := range attempts(s) {
 		if a.FloorAfter < floor {
 			e.failf("%s: floor went back %d -> %d", describe(a), floor, a.FloorAfter)
 		}
@@ -299,11 +314,11 @@ func checkFloorMonotonic(s *history.Scenario) Verdict {
 			}
 		}
 	}
-	if len(as) == 0 {
+	if len(bySeq) == 0 {
 		e.unknownf("the sink's history is empty: nothing to judge")
 	}
 	if !e.fail {
-		e.addf("%d attempts, floor ends at %d, highest committed epoch %d", len(as), floor, highest)
+		e.addf("%d attempts, floor ends at %d, highest committed epoch %d", len(bySeq), floor, highest)
 	}
 	return e.verdict()
 }
