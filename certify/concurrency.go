@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
+	"github.com/fencecheck/fencecheck/fencemodel"
 )
 
 // The concurrency profile runs one workload (many writers, mixed epochs,
@@ -284,106 +285,19 @@ func checkAnswersUnderLoad(s *session) error {
 	return nil
 }
 
-// regState is the fenced register: one floor for the sink, one record per
-// key, and which idempotency key slots have committed.
-type regState struct {
-	floor uint64
-	vals  [numKeys]struct {
-		v  string
-		e  uint64
-		ok bool
+// modelOps is a round's history in fencemodel's terms: the one fenced
+// register the conformance check `linearizable` uses too.
+func modelOps(r loadRound) []porcupine.Operation {
+	ops := make([]porcupine.Operation, len(r.ops))
+	for i, op := range r.ops {
+		in, out := op.Input.(opInput), op.Output.(opOutput)
+		mi := fencemodel.Input{Kind: [...]fencemodel.Kind{fencemodel.Put, fencemodel.Fence, fencemodel.Get, fencemodel.Floor}[in.kind],
+			Key: r.keys[in.key], Value: in.value, Epoch: in.epoch, Idem: in.idem}
+		mo := fencemodel.Output{Unknown: out.err != "", Why: out.err, Status: out.status, Result: out.result,
+			Epoch: out.epoch, Highest: out.highest, Value: out.value}
+		ops[i] = porcupine.Operation{ClientId: op.ClientId, Input: mi, Call: op.Call, Output: mo, Return: op.Return}
 	}
-	idem uint64 // bit i: slot i committed
-}
-
-// stepPut is a put's transitions. A committed idempotency key answers
-// OK_DUP with the first (here: the same) epoch and changes nothing, before
-// the floor is looked at; otherwise the put is fenced as usual and commits
-// its key.
-func stepPut(st regState, in opInput, out opOutput) []interface{} {
-	unknown := out.err != ""
-	if in.slot >= 0 && st.idem&(1<<in.slot) != 0 {
-		if unknown || out.status == http.StatusOK && out.result == contract.ResultOKDup && out.epoch == in.epoch {
-			return []interface{}{st}
-		}
-		return nil
-	}
-	applies := in.epoch >= st.floor
-	next := st
-	next.floor = max(st.floor, in.epoch)
-	next.vals[in.key].v, next.vals[in.key].e, next.vals[in.key].ok = in.value, in.epoch, true
-	if in.slot >= 0 {
-		next.idem |= 1 << in.slot
-	}
-	switch {
-	case unknown && applies:
-		return []interface{}{st, next}
-	case unknown:
-		return []interface{}{st}
-	case out.status == http.StatusOK && out.result == contract.ResultOK && applies && out.epoch == in.epoch:
-		return []interface{}{next}
-	case out.status == http.StatusConflict && !applies && out.highest == st.floor:
-		return []interface{}{st}
-	}
-	return nil
-}
-
-// fencedRegister is the sequential specification the history must match.
-// Operations with an unknown outcome may or may not have taken effect.
-var fencedRegister = porcupine.NondeterministicModel{
-	Init: func() []interface{} { return nil }, // replaced per run with the starting floor
-	Step: func(state, input, output interface{}) []interface{} {
-		st, in, out := state.(regState), input.(opInput), output.(opOutput)
-		unknown := out.err != ""
-		switch in.kind {
-		case opPut:
-			return stepPut(st, in, out)
-		case opFence:
-			applies := in.epoch >= st.floor
-			next := st
-			next.floor = max(st.floor, in.epoch)
-			switch {
-			case unknown && applies:
-				return []interface{}{st, next}
-			case unknown:
-				return []interface{}{st}
-			case out.status == http.StatusOK && applies && out.highest == next.floor:
-				return []interface{}{next}
-			case out.status == http.StatusConflict && !applies && out.highest == st.floor:
-				return []interface{}{st}
-			}
-			return nil
-		case opGet:
-			r := st.vals[in.key]
-			switch {
-			case unknown:
-				return []interface{}{st}
-			case out.status == http.StatusNotFound && !r.ok:
-				return []interface{}{st}
-			case out.status == http.StatusOK && r.ok && r.v == out.value && r.e == out.epoch:
-				return []interface{}{st}
-			}
-			return nil
-		case opFloor:
-			if unknown || out.highest == st.floor {
-				return []interface{}{st}
-			}
-			return nil
-		}
-		return nil
-	},
-	DescribeOperation: func(in, out interface{}) string { return describeOp(in.(opInput), out.(opOutput)) },
-	DescribeState: func(state interface{}) string {
-		st := state.(regState)
-		var b strings.Builder
-		fmt.Fprintf(&b, "floor %d", st.floor)
-		for i, v := range st.vals {
-			if v.ok {
-				fmt.Fprintf(&b, ", key%d=%s@%d", i, quote(v.v, 16), v.e)
-			}
-		}
-		return b.String()
-	},
+	return ops
 }
 
 // linearizeTimeout bounds porcupine; an undecided check is inconclusive,
@@ -404,11 +318,8 @@ func checkLinearizable(s *session) error {
 }
 
 func (s *session) linearizable(r loadRound) error {
-	m := fencedRegister
-	floor0 := r.floor0
-	m.Init = func() []interface{} { return []interface{}{regState{floor: floor0}} }
-	model := m.ToModel()
-	res, info := porcupine.CheckOperationsVerbose(model, r.ops, linearizeTimeout)
+	model := fencemodel.Model(fencemodel.Start(r.floor0))
+	res, info := porcupine.CheckOperationsVerbose(model, modelOps(r), linearizeTimeout)
 	switch res {
 	case porcupine.Ok:
 		return nil

@@ -1,0 +1,307 @@
+// Package fencemodel is the sink contract's fenced register as a porcupine
+// model: one floor for the sink, one record per key, and the committed
+// idempotency keys. certify checks its concurrent workload against it and
+// the conformance check `linearizable` checks the witness's history against
+// it, so both judge by one specification. Values are opaque identities the
+// caller chooses (the value itself, or its SHA-256).
+package fencemodel
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fencecheck/fencecheck/contract"
+)
+
+// Kind is what an operation does.
+type Kind int
+
+const (
+	Put   Kind = iota // PUT /v1/records/{key}
+	Fence             // POST /v1/fence
+	Get               // GET /v1/records/{key}
+	Floor             // GET /v1/fence
+)
+
+func (k Kind) String() string { return [...]string{"put", "fence", "get", "floor"}[k] }
+
+// Input is one request.
+type Input struct {
+	Kind  Kind
+	Key   string
+	Value string // the value's identity (put)
+	Epoch uint64
+	// NoEpoch: the epoch header was missing or malformed; the contract
+	// answers 400 and changes nothing.
+	NoEpoch bool
+	Idem    string // Idempotency-Key, "" for none
+	// Label names the request in descriptions (e.g. the witness's op id);
+	// it has no effect on the model.
+	Label string
+}
+
+// Output is its answer.
+type Output struct {
+	// Unknown: no definite answer (lost, timed out, not a contract
+	// answer); the operation may or may not have taken effect.
+	Unknown bool
+	Why     string // why Unknown, for descriptions
+	Status  int
+	Result  string
+	Epoch   uint64 // put: the committed epoch (OK, OK_DUP); get: the record's
+	Highest uint64 // 409, fence, floor: the sink's floor
+	Value   string // get: the record's value identity
+}
+
+// Record is one key's current record.
+type Record struct {
+	Value string
+	Epoch uint64
+}
+
+// prior is a committed idempotency key: the request it committed.
+type prior struct {
+	key, value string
+	epoch      uint64
+}
+
+// State is the register. Its maps are never written after a State is made
+// (each step copies what it changes), so states share them safely; h is an
+// order-independent hash of their entries, kept up to date on each change,
+// so Equal and Hash rarely walk the maps.
+type State struct {
+	Floor uint64
+	recs  map[string]Record
+	idem  map[string]prior
+	h     uint64
+}
+
+// Start is the state of a fresh sink with the given floor.
+func Start(floor uint64) State { return State{Floor: floor} }
+
+// Record returns key's record.
+func (s State) Record(key string) (Record, bool) { r, ok := s.recs[key]; return r, ok }
+
+func hashOf(parts ...any) uint64 {
+	f := fnv.New64a()
+	fmt.Fprint(f, parts...)
+	return f.Sum64()
+}
+
+// commit is s with key's record set, the floor raised and idem remembered.
+func (s State) commit(in Input) State {
+	next := State{Floor: max(s.Floor, in.Epoch), recs: make(map[string]Record, len(s.recs)+1), idem: s.idem, h: s.h}
+	for k, r := range s.recs {
+		next.recs[k] = r
+	}
+	if old, ok := s.recs[in.Key]; ok {
+		next.h ^= hashOf("r", in.Key, "\x00", old.Value, "\x00", old.Epoch)
+	}
+	next.recs[in.Key] = Record{in.Value, in.Epoch}
+	next.h ^= hashOf("r", in.Key, "\x00", in.Value, "\x00", in.Epoch)
+	if in.Idem != "" {
+		next.idem = make(map[string]prior, len(s.idem)+1)
+		for k, p := range s.idem {
+			next.idem[k] = p
+		}
+		next.idem[in.Idem] = prior{in.Key, in.Value, in.Epoch}
+		next.h ^= hashOf("i", in.Idem, "\x00", in.Key, "\x00", in.Value, "\x00", in.Epoch)
+	}
+	return next
+}
+
+func equal(a, b State) bool {
+	if a.Floor != b.Floor || a.h != b.h || len(a.recs) != len(b.recs) || len(a.idem) != len(b.idem) {
+		return false
+	}
+	for k, r := range a.recs {
+		if o, ok := b.recs[k]; !ok || o != r {
+			return false
+		}
+	}
+	for k, p := range a.idem {
+		if o, ok := b.idem[k]; !ok || o != p {
+			return false
+		}
+	}
+	return true
+}
+
+// raise is a fence's effect.
+func (s State) raise(epoch uint64) State {
+	s.Floor = max(s.Floor, epoch)
+	return s
+}
+
+// Step is the contract's rule (fixtures/sink/fence.Decide) as transitions:
+// every state the sink may be in after answering in with out, none if no
+// sink following the contract could have answered so.
+func Step(st State, in Input, out Output) []State {
+	same := []State{st}
+	if in.NoEpoch && (in.Kind == Put || in.Kind == Fence) {
+		if out.Unknown || out.Status == http.StatusBadRequest {
+			return same
+		}
+		return nil
+	}
+	switch in.Kind {
+	case Put:
+		return stepPut(st, in, out)
+	case Fence:
+		applies := in.Epoch >= st.Floor
+		next := st.raise(in.Epoch)
+		switch {
+		case out.Unknown && applies:
+			return []State{st, next}
+		case out.Unknown:
+			return same
+		case out.Status == http.StatusOK && applies && out.Highest == next.Floor:
+			return []State{next}
+		case stale(st, out) && !applies:
+			return same
+		}
+	case Get:
+		r, ok := st.recs[in.Key]
+		switch {
+		case out.Unknown,
+			out.Status == http.StatusNotFound && !ok,
+			out.Status == http.StatusOK && ok && r.Value == out.Value && r.Epoch == out.Epoch:
+			return same
+		}
+	case Floor:
+		if out.Unknown || out.Highest == st.Floor {
+			return same
+		}
+	}
+	return nil
+}
+
+func stale(st State, out Output) bool {
+	return out.Status == http.StatusConflict && out.Result == contract.ResultRejectStale && out.Highest == st.Floor
+}
+
+// stepPut: a committed idempotency key is answered before the floor is
+// looked at (OK_DUP with the first epoch for the same key and value, 422
+// otherwise) and changes nothing; else the put is fenced and commits.
+func stepPut(st State, in Input, out Output) []State {
+	same := []State{st}
+	if p, ok := st.idem[in.Idem]; ok && in.Idem != "" {
+		switch {
+		case out.Unknown:
+			return same
+		case p.key == in.Key && p.value == in.Value:
+			if out.Status == http.StatusOK && out.Result == contract.ResultOKDup && out.Epoch == p.epoch {
+				return same
+			}
+		case out.Result == contract.ResultConflict && out.Status == contract.StatusOf(contract.ResultConflict):
+			return same
+		}
+		return nil
+	}
+	applies := in.Epoch >= st.Floor
+	switch {
+	case out.Unknown && applies:
+		return []State{st, st.commit(in)}
+	case out.Unknown:
+		return same
+	case out.Status == http.StatusOK && out.Result == contract.ResultOK && applies && out.Epoch == in.Epoch:
+		return []State{st.commit(in)}
+	case stale(st, out) && !applies:
+		return same
+	}
+	return nil
+}
+
+// Model is the porcupine model starting from init. Inputs and outputs are
+// Input and Output values.
+func Model(init State) porcupine.Model {
+	m := porcupine.NondeterministicModel{
+		Init: func() []interface{} { return []interface{}{init} },
+		Step: func(state, input, output interface{}) []interface{} {
+			next := Step(state.(State), input.(Input), output.(Output))
+			out := make([]interface{}, len(next))
+			for i, s := range next {
+				out[i] = s
+			}
+			return out
+		},
+		Equal:             func(a, b interface{}) bool { return equal(a.(State), b.(State)) },
+		Hash:              func(s interface{}) uint64 { st := s.(State); return st.h ^ hashOf("f", st.Floor) },
+		DescribeOperation: func(in, out interface{}) string { return Describe(in.(Input), out.(Output)) },
+		DescribeState:     func(s interface{}) string { return s.(State).String() },
+	}
+	return m.ToModel()
+}
+
+// Describe is one operation in a line.
+func Describe(in Input, out Output) string {
+	var b strings.Builder
+	if in.Label != "" {
+		b.WriteString(in.Label + " ")
+	}
+	epoch := fmt.Sprint(in.Epoch)
+	if in.NoEpoch {
+		epoch = "none"
+	}
+	switch in.Kind {
+	case Put:
+		fmt.Fprintf(&b, "put %s=%s epoch %s", in.Key, short(in.Value, 24), epoch)
+		if in.Idem != "" {
+			fmt.Fprintf(&b, " idem %s", short(in.Idem, 24))
+		}
+	case Fence:
+		fmt.Fprintf(&b, "fence epoch %s", epoch)
+	case Get:
+		fmt.Fprintf(&b, "get %s", in.Key)
+	case Floor:
+		b.WriteString("read floor")
+	}
+	if out.Unknown {
+		b.WriteString(" -> unknown")
+		if out.Why != "" {
+			b.WriteString(": " + out.Why)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, " -> %d", out.Status)
+	switch {
+	case in.Kind == Get && out.Status == http.StatusOK:
+		fmt.Fprintf(&b, " value %s epoch %d", short(out.Value, 24), out.Epoch)
+	case in.Kind == Get:
+	case in.Kind == Put && out.Status == http.StatusOK:
+		fmt.Fprintf(&b, " %s epoch %d", out.Result, out.Epoch)
+	default:
+		fmt.Fprintf(&b, " %s highest_epoch %d", out.Result, out.Highest)
+	}
+	return b.String()
+}
+
+func (s State) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "floor %d", s.Floor)
+	keys := make([]string, 0, len(s.recs))
+	for k := range s.recs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r := s.recs[k]
+		fmt.Fprintf(&b, ", %s=%s@%d", k, short(r.Value, 12), r.Epoch)
+	}
+	if len(s.idem) > 0 {
+		fmt.Fprintf(&b, ", %d idempotency keys", len(s.idem))
+	}
+	return b.String()
+}
+
+func short(s string, n int) string {
+	if len(s) > n {
+		return fmt.Sprintf("%q...", s[:n])
+	}
+	return fmt.Sprintf("%q", s)
+}
