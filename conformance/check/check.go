@@ -67,6 +67,7 @@ const (
 	RejectStaleSeen    = "reject-stale-seen"
 	FailoverLiveness   = "failover-liveness"
 	WitnessAgrees      = "witness-agrees"
+	Linearizable       = "linearizable"
 )
 
 // All is every checker, in report order.
@@ -86,6 +87,7 @@ var All = []Checker{
 	{BridgeJoin, "every bridge is joined within drain_timeout", []string{events}, checkBridgeJoin},
 	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},
 	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
+	{Linearizable, "the witness's history and the final records are linearizable against the contract's fenced register (porcupine)", []string{wit, state}, checkLinearizable},
 	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
 }
 
