@@ -98,7 +98,7 @@ func (t Timing) Config(d Def) history.Config {
 // safety is what every correct run must show.
 var safety = []string{check.TermMonotonic, check.TermStep, check.NoStaleCommit, check.EpochHeldByWriter,
 	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites,
-	check.WitnessAgrees}
+	check.WitnessAgrees, check.Linearizable}
 
 func expect(pass []string, extra map[string]history.Expectation) map[string]history.Expectation {
 	m := map[string]history.Expectation{}
