@@ -145,21 +145,33 @@ func linearize(s *history.Scenario) (Verdict, []byte) {
 		return e.verdict(), nil
 	}
 	model := fencemodel.Model(fencemodel.Start(0))
-	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, h.ops, linearizeTimeout)
-	took := time.Since(start).Round(time.Millisecond)
 	switch res {
 	case porcupine.Ok:
-		e.addf("%d operations (witness and final reads) are linearizable against a fenced register (porcupine, %v)", len(h.ops), took)
+		// No timing here: a verdict judged again must read the same.
+		e.addf("%d operations (witness and final reads) are linearizable against a fenced register (porcupine)", len(h.ops))
 		return e.verdict(), nil
 	case porcupine.Unknown:
 		e.unknownf("porcupine could not decide on %d operations within %v", len(h.ops), linearizeTimeout)
 		return e.verdict(), nil
 	}
 	e.failf("%d operations (witness and final reads) are not linearizable against a fenced register; porcupine's visualization: %s", len(h.ops), LinearizabilityFile(s.Name))
-	for _, line := range blocked(h.ops, info) {
+	lines, witnesses := blocked(h.ops, info)
+	for _, line := range lines {
 		e.failf("%s", line)
 	}
+	// Mark the same operations on porcupine's page, on a row of their own.
+	var marks []porcupine.Annotation
+	for i, w := range witnesses {
+		op := h.ops[w]
+		desc, color := "left out", "#ffcdd2"
+		if i == 0 {
+			desc, color = "last explained", "#c8e6c9"
+		}
+		marks = append(marks, porcupine.Annotation{Tag: "witnesses", Start: op.Call, End: op.Return, Description: desc,
+			Details: describeLin(op), BackgroundColor: color})
+	}
+	info.AddAnnotations(marks)
 	var b bytes.Buffer
 	if err := porcupine.Visualize(model, info, &b); err != nil {
 		e.addf("rendering porcupine's visualization failed: %v", err)
@@ -172,7 +184,7 @@ func linearize(s *history.Scenario) (Verdict, []byte) {
 // order porcupine could explain, and the first operations to finish of
 // those it leaves out (the one that cannot follow is among them, or
 // overlaps them).
-func blocked(ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
+func blocked(ops []porcupine.Operation, info porcupine.LinearizationInfo) ([]string, []int) {
 	var longest []int
 	for _, part := range info.PartialLinearizations() {
 		for _, l := range part {
@@ -185,10 +197,12 @@ func blocked(ops []porcupine.Operation, info porcupine.LinearizationInfo) []stri
 	for _, i := range longest {
 		done[i] = true
 	}
-	var out []string
+	var lines []string
+	var witnesses []int
 	if n := len(longest); n > 0 {
-		last := ops[longest[n-1]]
-		out = append(out, fmt.Sprintf("the longest order porcupine can explain covers %d of %d operations and ends with %s", n, len(ops), describeLin(last)))
+		last := longest[n-1]
+		lines = append(lines, fmt.Sprintf("the longest order porcupine can explain covers %d of %d operations and ends with %s", n, len(ops), describeLin(ops[last])))
+		witnesses = append(witnesses, last)
 	}
 	var rest []int
 	for i := range ops {
@@ -196,11 +210,12 @@ func blocked(ops []porcupine.Operation, info porcupine.LinearizationInfo) []stri
 			rest = append(rest, i)
 		}
 	}
-	sort.Slice(rest, func(a, b int) bool { return ops[rest[a]].Return < ops[rest[b]].Return })
+	sort.SliceStable(rest, func(a, b int) bool { return ops[rest[a]].Return < ops[rest[b]].Return })
 	for _, i := range rest[:min(len(rest), 3)] {
-		out = append(out, "left out, first to finish: "+describeLin(ops[i]))
+		lines = append(lines, "left out, first to finish: "+describeLin(ops[i]))
+		witnesses = append(witnesses, i)
 	}
-	return out
+	return lines, witnesses
 }
 
 func describeLin(op porcupine.Operation) string {

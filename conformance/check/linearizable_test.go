@@ -116,6 +116,15 @@ func TestLinearizabilityHTML(t *testing.T) {
 	if err != nil || !ok || !strings.Contains(string(html), "<html") {
 		t.Fatalf("want porcupine's page for a violation: ok=%v err=%v, %d bytes", ok, err, len(html))
 	}
+	if !strings.Contains(string(html), "left out") {
+		t.Error("the page does not mark the operations that witness the violation")
+	}
+	// Judged again, the same evidence: reports are re-checked offline.
+	a := verdict(t, synth.Scenario("unfenced", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}), Linearizable)
+	b := verdict(t, synth.Scenario("unfenced", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}), Linearizable)
+	if strings.Join(a.Evidence, "\n") != strings.Join(b.Evidence, "\n") {
+		t.Errorf("evidence differs between two runs:\n%v\n%v", a.Evidence, b.Evidence)
+	}
 	if _, ok, err := LinearizabilityHTML(synth.Scenario("correct", synth.Defect{})); ok || err != nil {
 		t.Errorf("a linearizable history has nothing to draw: ok=%v err=%v", ok, err)
 	}
