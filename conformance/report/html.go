@@ -102,6 +102,12 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 				esc(r.Check), esc(string(r.Expected)), cls, r.Outcome(), esc(first), esc(strings.Join(r.Evidence, "\n")))
 		}
 		b.WriteString("</table>\n")
+		for _, r := range results {
+			if r.Scenario == s.Name && linearizabilityViolated(r) {
+				f := esc(check.LinearizabilityFile(s.Name))
+				fmt.Fprintf(&b, `<p class="bad">Not linearizable: porcupine's visualization of the history is <a href="%s">%s</a>.</p>`+"\n", f, f)
+			}
+		}
 		if fs, _ := check.Failovers(s); len(fs) > 0 {
 			b.WriteString("<table><tr><th>failover</th><th>terms</th><th>injected → first commit of the new term</th><th>bound (lease + retry)</th></tr>\n")
 			for _, f := range fs {

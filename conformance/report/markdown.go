@@ -62,6 +62,12 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Check, r.Expected, r.Outcome(), mdEscape(ev))
 		}
 		b.WriteString("\n")
+		for _, r := range results {
+			if r.Scenario == s.Name && linearizabilityViolated(r) {
+				f := check.LinearizabilityFile(s.Name)
+				fmt.Fprintf(&b, "Not linearizable: porcupine's visualization of the history is [%s](%s).\n\n", f, f)
+			}
+		}
 		if fs, _ := check.Failovers(s); len(fs) > 0 {
 			b.WriteString("| failover | terms | injected → first commit | lease bound | within |\n|---|---|---|---|---|\n")
 			for _, f := range fs {

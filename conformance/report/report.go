@@ -7,6 +7,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 
@@ -44,12 +45,39 @@ func Render(dir string, run *history.Run, results []check.Result) error {
 		SummaryFile: Markdown(run, results),
 		HTMLFile:    HTML(run, results),
 	}
+	for _, s := range run.Scenarios {
+		for _, r := range results {
+			if r.Scenario == s.Name && linearizabilityViolated(r) {
+				files[check.LinearizabilityFile(s.Name)] = linearizabilityPage(s)
+			}
+		}
+	}
 	for name, b := range files {
 		if err := writeAtomic(filepath.Join(dir, name), b); err != nil {
 			return fmt.Errorf("report: %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// linearizabilityViolated: the result is a linearizable violation, whose
+// scenario gets porcupine's visualization next to the reports.
+func linearizabilityViolated(r check.Result) bool {
+	return r.Check == check.Linearizable && !r.Pass && !r.Inconclusive
+}
+
+// linearizabilityPage is porcupine's visualization of s, or a page that
+// says why there is none, so the reports' link never dangles.
+func linearizabilityPage(s *history.Scenario) []byte {
+	b, ok, err := check.LinearizabilityHTML(s)
+	if ok {
+		return b
+	}
+	why := "the history is linearizable when judged again"
+	if err != nil {
+		why = err.Error()
+	}
+	return []byte("<!doctype html><html><body><p>No visualization: " + html.EscapeString(why) + "</p></body></html>\n")
 }
 
 // SaveVerdicts writes the results as JSON.

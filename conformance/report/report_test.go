@@ -117,3 +117,28 @@ func TestRecheckSavedReport(t *testing.T) {
 		t.Errorf("Diff missed a changed verdict: %v", d)
 	}
 }
+
+// A scenario that is not linearizable gets porcupine's page next to the
+// reports, and both summaries link it; a linearizable one gets neither.
+func TestLinearizabilityVisualization(t *testing.T) {
+	dir := t.TempDir()
+	bad := synth.Scenario("unfenced", synth.Defect{IgnoreDemotion: true, UnfencedSink: true})
+	good := synth.Scenario("correct", synth.Defect{})
+	run := synth.Run("lin-run", bad, good)
+	if err := Write(dir, run, check.Evaluate(run)); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, check.LinearizabilityFile("unfenced")))
+	if err != nil || !strings.Contains(string(page), "<html") {
+		t.Fatalf("porcupine's page: %v, %d bytes", err, len(page))
+	}
+	if _, err := os.Stat(filepath.Join(dir, check.LinearizabilityFile("correct"))); err == nil {
+		t.Error("a linearizable scenario got a visualization")
+	}
+	for _, f := range []string{SummaryFile, HTMLFile} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if n := strings.Count(string(b), "linearizable-"); !strings.Contains(string(b), `linearizable-unfenced.html`) || strings.Contains(string(b), "linearizable-correct.html") {
+			t.Errorf("%s: want a link to linearizable-unfenced.html only (%d mentions)", f, n)
+		}
+	}
+}
