@@ -74,10 +74,18 @@ type prior struct {
 // (each step copies what it changes), so states share them safely; h is an
 // order-independent hash of their entries, kept up to date on each change,
 // so Equal and Hash rarely walk the maps.
+//
+// pend are the writes and fences whose answer was lost and that may still
+// take effect: before each later operation any of them may apply, in any
+// order. Keeping them in the state (rather than leaving the operations
+// open to the end of the history) lets porcupine track every outcome of a
+// lost answer in one set of states instead of searching every place it
+// could go, which is what keeps a violation quick to find.
 type State struct {
 	Floor uint64
 	recs  map[string]Record
 	idem  map[string]prior
+	pend  []Input
 	h     uint64
 }
 
@@ -95,7 +103,7 @@ func hashOf(parts ...any) uint64 {
 
 // commit is s with key's record set, the floor raised and idem remembered.
 func (s State) commit(in Input) State {
-	next := State{Floor: max(s.Floor, in.Epoch), recs: make(map[string]Record, len(s.recs)+1), idem: s.idem, h: s.h}
+	next := State{Floor: max(s.Floor, in.Epoch), recs: make(map[string]Record, len(s.recs)+1), idem: s.idem, pend: s.pend, h: s.h}
 	for k, r := range s.recs {
 		next.recs[k] = r
 	}
@@ -116,7 +124,7 @@ func (s State) commit(in Input) State {
 }
 
 func equal(a, b State) bool {
-	if a.Floor != b.Floor || a.h != b.h || len(a.recs) != len(b.recs) || len(a.idem) != len(b.idem) {
+	if a.Floor != b.Floor || a.h != b.h || len(a.recs) != len(b.recs) || len(a.idem) != len(b.idem) || !samePending(a.pend, b.pend) {
 		return false
 	}
 	for k, r := range a.recs {
@@ -132,6 +140,102 @@ func equal(a, b State) bool {
 	return true
 }
 
+func (s State) hash() uint64 {
+	h := s.h ^ hashOf("f", s.Floor)
+	for _, p := range s.pend {
+		h ^= pendHash(p)
+	}
+	return h
+}
+
+// samePending compares two small multisets.
+func samePending(a, b []Input) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+	for _, x := range a {
+		found := false
+		for j, y := range b {
+			if !used[j] && x == y {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func pendHash(p Input) uint64 {
+	return hashOf("p", p.Kind, "\x00", p.Key, "\x00", p.Value, "\x00", p.Epoch, "\x00", p.Idem)
+}
+
+// mayApply: in could still take effect in s, now or later (the floor
+// never goes down, and a committed idempotency key stays committed).
+func (s State) mayApply(in Input) bool {
+	if in.NoEpoch || in.Epoch < s.Floor {
+		return false
+	}
+	_, dup := s.idem[in.Idem]
+	return in.Kind != Put || in.Idem == "" || !dup
+}
+
+// withPending is s with in pending, or s when in can never apply.
+func (s State) withPending(in Input) State {
+	if !s.mayApply(in) {
+		return s
+	}
+	s.pend = append(append([]Input(nil), s.pend...), in)
+	return s
+}
+
+// pruned is s without the pending operations that can no longer apply.
+func (s State) pruned() State {
+	keep := s.pend[:0:0]
+	for _, p := range s.pend {
+		if s.mayApply(p) {
+			keep = append(keep, p)
+		}
+	}
+	s.pend = keep
+	return s
+}
+
+// settle is every state s can reach by applying pending operations.
+func settle(s State) []State {
+	if len(s.pend) == 0 {
+		return []State{s}
+	}
+	out := []State{s.pruned()}
+	for i := 0; i < len(out); i++ {
+		cur := out[i]
+		for j, p := range cur.pend {
+			next := cur
+			next.pend = append(append([]Input(nil), cur.pend[:j]...), cur.pend[j+1:]...)
+			if p.Kind == Put {
+				next = next.commit(p)
+			} else {
+				next = next.raise(p.Epoch)
+			}
+			next = next.pruned()
+			seen := false
+			for _, o := range out {
+				if equal(o, next) {
+					seen = true
+					break
+				}
+			}
+			if !seen {
+				out = append(out, next)
+			}
+		}
+	}
+	return out
+}
+
 // raise is a fence's effect.
 func (s State) raise(epoch uint64) State {
 	s.Floor = max(s.Floor, epoch)
@@ -140,11 +244,28 @@ func (s State) raise(epoch uint64) State {
 
 // Step is the contract's rule (fixtures/sink/fence.Decide) as transitions:
 // every state the sink may be in after answering in with out, none if no
-// sink following the contract could have answered so.
+// sink following the contract could have answered so. Pending operations
+// may apply first.
 func Step(st State, in Input, out Output) []State {
+	var next []State
+	for _, s := range settle(st) {
+		next = append(next, step(s, in, out)...)
+	}
+	return next
+}
+
+// step is one operation on a settled state. A write or fence with a lost
+// answer becomes pending: it may apply before any later operation.
+func step(st State, in Input, out Output) []State {
+	if out.Unknown {
+		if in.Kind == Put || in.Kind == Fence {
+			return []State{st.withPending(in)}
+		}
+		return []State{st}
+	}
 	same := []State{st}
 	if in.NoEpoch && (in.Kind == Put || in.Kind == Fence) {
-		if out.Unknown || out.Status == http.StatusBadRequest {
+		if out.Status == http.StatusBadRequest {
 			return same
 		}
 		return nil
@@ -156,10 +277,6 @@ func Step(st State, in Input, out Output) []State {
 		applies := in.Epoch >= st.Floor
 		next := st.raise(in.Epoch)
 		switch {
-		case out.Unknown && applies:
-			return []State{st, next}
-		case out.Unknown:
-			return same
 		case out.Status == http.StatusOK && applies && out.Highest == next.Floor:
 			return []State{next}
 		case stale(st, out) && !applies:
@@ -168,13 +285,12 @@ func Step(st State, in Input, out Output) []State {
 	case Get:
 		r, ok := st.recs[in.Key]
 		switch {
-		case out.Unknown,
-			out.Status == http.StatusNotFound && !ok,
+		case out.Status == http.StatusNotFound && !ok,
 			out.Status == http.StatusOK && ok && r.Value == out.Value && r.Epoch == out.Epoch:
 			return same
 		}
 	case Floor:
-		if out.Unknown || out.Highest == st.Floor {
+		if out.Highest == st.Floor {
 			return same
 		}
 	}
@@ -192,8 +308,6 @@ func stepPut(st State, in Input, out Output) []State {
 	same := []State{st}
 	if p, ok := st.idem[in.Idem]; ok && in.Idem != "" {
 		switch {
-		case out.Unknown:
-			return same
 		case p.key == in.Key && p.value == in.Value:
 			if out.Status == http.StatusOK && out.Result == contract.ResultOKDup && out.Epoch == p.epoch {
 				return same
@@ -205,10 +319,6 @@ func stepPut(st State, in Input, out Output) []State {
 	}
 	applies := in.Epoch >= st.Floor
 	switch {
-	case out.Unknown && applies:
-		return []State{st, st.commit(in)}
-	case out.Unknown:
-		return same
 	case out.Status == http.StatusOK && out.Result == contract.ResultOK && applies && out.Epoch == in.Epoch:
 		return []State{st.commit(in)}
 	case stale(st, out) && !applies:
@@ -231,7 +341,7 @@ func Model(init State) porcupine.Model {
 			return out
 		},
 		Equal:             func(a, b interface{}) bool { return equal(a.(State), b.(State)) },
-		Hash:              func(s interface{}) uint64 { st := s.(State); return st.h ^ hashOf("f", st.Floor) },
+		Hash:              func(s interface{}) uint64 { st := s.(State); return st.hash() },
 		DescribeOperation: func(in, out interface{}) string { return Describe(in.(Input), out.(Output)) },
 		DescribeState:     func(s interface{}) string { return s.(State).String() },
 	}
@@ -296,6 +406,9 @@ func (s State) String() string {
 	if len(s.idem) > 0 {
 		fmt.Fprintf(&b, ", %d idempotency keys", len(s.idem))
 	}
+	for _, p := range s.pend {
+		fmt.Fprintf(&b, ", pending: %s", Describe(p, Output{Unknown: true}))
+	}
 	return b.String()
 }
 
@@ -304,4 +417,23 @@ func short(s string, n int) string {
 		return fmt.Sprintf("%q...", s[:n])
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// ForgetSingleUse drops the idempotency key of every put whose key no
+// other operation in ops carries. A key used once is never consulted
+// again, and remembering it would keep states apart that are otherwise
+// equal: each lost answer would double the states porcupine tracks.
+func ForgetSingleUse(ops []porcupine.Operation) {
+	uses := map[string]int{}
+	for _, op := range ops {
+		if in := op.Input.(Input); in.Idem != "" {
+			uses[in.Idem]++
+		}
+	}
+	for i, op := range ops {
+		if in := op.Input.(Input); in.Idem != "" && uses[in.Idem] == 1 {
+			in.Idem = ""
+			ops[i].Input = in
+		}
+	}
 }
