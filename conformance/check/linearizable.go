@@ -29,10 +29,12 @@ type linHistory struct {
 }
 
 // linOps builds the history. Times are nanoseconds since the witness
-// started. An operation with no definite answer (info, or still in
-// flight) may take effect up to the end of the history: the witness was
-// read after the writers stopped, so the sink was at rest by then. The
-// final records come after everything, one GET per key written or read.
+// started. A write or fence with no definite answer (info) is pending in
+// the model once the witness gave up on it, so it may still take effect
+// before any later operation; one still in flight when the witness was
+// read ends there. The witness is read after the writers stopped, so the
+// sink is at rest by then: the final records come after everything, one
+// GET per key written or read.
 func linOps(s *history.Scenario) linHistory {
 	var h linHistory
 	w := s.Witness
@@ -65,7 +67,7 @@ func linOps(s *history.Scenario) linHistory {
 			keys[in.Key] = true
 		}
 		ret := end
-		if !out.Unknown {
+		if !o.Completed.IsZero() {
 			ret = ns(o.Completed)
 		}
 		h.ops = append(h.ops, porcupine.Operation{ClientId: c, Input: in, Call: ns(o.Invoked), Output: out, Return: ret})
@@ -144,6 +146,7 @@ func linearize(s *history.Scenario) (Verdict, []byte) {
 	if e.fail {
 		return e.verdict(), nil
 	}
+	fencemodel.ForgetSingleUse(h.ops)
 	model := fencemodel.Model(fencemodel.Start(0))
 	res, info := porcupine.CheckOperationsVerbose(model, h.ops, linearizeTimeout)
 	switch res {
