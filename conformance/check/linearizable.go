@@ -120,7 +120,31 @@ func linOp(o record.Operation) (fencemodel.Input, fencemodel.Output, bool) {
 	default:
 		return in, out, false
 	}
+	if in.Kind == fencemodel.Put || in.Kind == fencemodel.Fence {
+		switch {
+		case o.Type == record.OK && o.Result == "":
+			// 2xx, but the body did not parse: OK or OK_DUP, the
+			// model cannot tell, so the outcome is unknown.
+			out = fencemodel.Output{Unknown: true, Why: "answer body not parsed"}
+		case o.Type == record.Fail && !ruled(in, o):
+			// Turned away before the fencing rule (413, 401, a body
+			// that did not parse): no effect, nothing said of the floor.
+			return in, out, false
+		}
+	}
 	return in, out, true
+}
+
+// ruled: a definite refusal the contract's rule gives (409, 422, or 400
+// for a missing or malformed epoch), which the model judges.
+func ruled(in fencemodel.Input, o record.Operation) bool {
+	switch {
+	case o.Result == "":
+		return false
+	case o.Status == http.StatusConflict, o.Status == http.StatusUnprocessableEntity:
+		return true
+	}
+	return o.Status == http.StatusBadRequest && in.NoEpoch
 }
 
 // checkLinearizable: the witness's history plus the final reads is

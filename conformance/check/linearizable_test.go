@@ -134,3 +134,21 @@ func sha(v string) string {
 	sum := sha256.Sum256([]byte(v))
 	return hex.EncodeToString(sum[:])
 }
+
+// Refusals before the fencing rule say nothing of the register; a 2xx
+// whose body did not parse took effect somehow.
+func TestLinearizableOtherAnswers(t *testing.T) {
+	s := synth.Scenario("refused", synth.Defect{})
+	at := s.Witness.Read
+	for _, st := range []int{400, 401, 413} {
+		appendOp(s, record.Operation{Source: "10.244.1.5:40004", Invoked: at, Completed: at, Method: "PUT", Path: contract.RecordPath("row-big"), Key: "row-big",
+			EpochHeader: "1", Epoch: 1, ValueSHA256: sha("big"), Type: record.Fail, Status: st, Result: contract.ResultBadRequest})
+	}
+	wantPass(t, s, Linearizable)
+	f := lastFence(t, s)
+	appendOp(s, record.Operation{Source: "10.244.1.5:40004", Invoked: at, Completed: at, Method: "PUT", Path: contract.RecordPath("row-new"), Key: "row-new",
+		EpochHeader: fmt.Sprint(f.Epoch), Epoch: f.Epoch, ValueSHA256: sha("v"), Type: record.OK, Status: 200})
+	wantPass(t, s, Linearizable)
+	s.FinalRecords = append(s.FinalRecords, contract.Record{Key: "row-new", Value: "v", Epoch: f.Epoch})
+	wantPass(t, s, Linearizable)
+}
