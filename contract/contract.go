@@ -41,18 +41,28 @@ const (
 	ResultConflict    = "IDEMPOTENCY_CONFLICT" // same Idempotency-Key, other key or value (422)
 )
 
+// The HTTP statuses of the v1 binding, written here so the pure packages
+// (the fence rule, the model, the checks) need no net/http.
+const (
+	StatusOK            = 200
+	StatusBadRequest    = 400
+	StatusNotFound      = 404
+	StatusConflict      = 409 // REJECT_STALE_EPOCH
+	StatusUnprocessable = 422 // IDEMPOTENCY_CONFLICT
+)
+
 // StatusOf is the HTTP status that goes with a result code in the v1
-// binding (written here so the pure fence rule needs no net/http).
+// binding.
 func StatusOf(result string) int {
 	switch result {
 	case ResultOK, ResultOKDup:
-		return 200
+		return StatusOK
 	case ResultRejectStale:
-		return 409
+		return StatusConflict
 	case ResultConflict:
-		return 422
+		return StatusUnprocessable
 	}
-	return 400
+	return StatusBadRequest
 }
 
 // WriteResponse is the body of PUT /v1/records/{key}.

@@ -9,7 +9,6 @@ package fencemodel
 import (
 	"fmt"
 	"hash/fnv"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -265,7 +264,7 @@ func step(st State, in Input, out Output) []State {
 	}
 	same := []State{st}
 	if in.NoEpoch && (in.Kind == Put || in.Kind == Fence) {
-		if out.Status == http.StatusBadRequest {
+		if out.Status == contract.StatusBadRequest {
 			return same
 		}
 		return nil
@@ -277,7 +276,7 @@ func step(st State, in Input, out Output) []State {
 		applies := in.Epoch >= st.Floor
 		next := st.raise(in.Epoch)
 		switch {
-		case out.Status == http.StatusOK && applies && out.Highest == next.Floor:
+		case out.Status == contract.StatusOK && applies && out.Highest == next.Floor:
 			return []State{next}
 		case stale(st, out) && !applies:
 			return same
@@ -285,8 +284,8 @@ func step(st State, in Input, out Output) []State {
 	case Get:
 		r, ok := st.recs[in.Key]
 		switch {
-		case out.Status == http.StatusNotFound && !ok,
-			out.Status == http.StatusOK && ok && r.Value == out.Value && r.Epoch == out.Epoch:
+		case out.Status == contract.StatusNotFound && !ok,
+			out.Status == contract.StatusOK && ok && r.Value == out.Value && r.Epoch == out.Epoch:
 			return same
 		}
 	case Floor:
@@ -298,7 +297,7 @@ func step(st State, in Input, out Output) []State {
 }
 
 func stale(st State, out Output) bool {
-	return out.Status == http.StatusConflict && out.Result == contract.ResultRejectStale && out.Highest == st.Floor
+	return out.Status == contract.StatusConflict && out.Result == contract.ResultRejectStale && out.Highest == st.Floor
 }
 
 // stepPut: a committed idempotency key is answered before the floor is
@@ -309,7 +308,7 @@ func stepPut(st State, in Input, out Output) []State {
 	if p, ok := st.idem[in.Idem]; ok && in.Idem != "" {
 		switch {
 		case p.key == in.Key && p.value == in.Value:
-			if out.Status == http.StatusOK && out.Result == contract.ResultOKDup && out.Epoch == p.epoch {
+			if out.Status == contract.StatusOK && out.Result == contract.ResultOKDup && out.Epoch == p.epoch {
 				return same
 			}
 		case out.Result == contract.ResultConflict && out.Status == contract.StatusOf(contract.ResultConflict):
@@ -319,7 +318,7 @@ func stepPut(st State, in Input, out Output) []State {
 	}
 	applies := in.Epoch >= st.Floor
 	switch {
-	case out.Status == http.StatusOK && out.Result == contract.ResultOK && applies && out.Epoch == in.Epoch:
+	case out.Status == contract.StatusOK && out.Result == contract.ResultOK && applies && out.Epoch == in.Epoch:
 		return []State{st.commit(in)}
 	case stale(st, out) && !applies:
 		return same
@@ -380,10 +379,10 @@ func Describe(in Input, out Output) string {
 	}
 	fmt.Fprintf(&b, " -> %d", out.Status)
 	switch {
-	case in.Kind == Get && out.Status == http.StatusOK:
+	case in.Kind == Get && out.Status == contract.StatusOK:
 		fmt.Fprintf(&b, " value %s epoch %d", short(out.Value, 24), out.Epoch)
 	case in.Kind == Get:
-	case in.Kind == Put && out.Status == http.StatusOK:
+	case in.Kind == Put && out.Status == contract.StatusOK:
 		fmt.Fprintf(&b, " %s epoch %d", out.Result, out.Epoch)
 	default:
 		fmt.Fprintf(&b, " %s highest_epoch %d", out.Result, out.Highest)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"sort"
 	"time"
 
@@ -83,10 +82,10 @@ func linOps(s *history.Scenario) linHistory {
 	}
 	sort.Strings(sorted)
 	for i, k := range sorted {
-		out := fencemodel.Output{Status: http.StatusNotFound}
+		out := fencemodel.Output{Status: contract.StatusNotFound}
 		if r, ok := final[k]; ok {
 			sum := sha256.Sum256([]byte(r.Value))
-			out = fencemodel.Output{Status: http.StatusOK, Value: hex.EncodeToString(sum[:]), Epoch: r.Epoch}
+			out = fencemodel.Output{Status: contract.StatusOK, Value: hex.EncodeToString(sum[:]), Epoch: r.Epoch}
 		}
 		at := end + 1 + 2*int64(i)
 		h.ops = append(h.ops, porcupine.Operation{ClientId: len(clients), Input: fencemodel.Input{Kind: fencemodel.Get, Key: k, Label: "final read"},
@@ -109,13 +108,13 @@ func linOp(o record.Operation) (fencemodel.Input, fencemodel.Output, bool) {
 		return in, out, false
 	}
 	switch {
-	case o.Method == http.MethodPut && o.Key != "":
+	case o.Method == "PUT" && o.Key != "":
 		in.Kind = fencemodel.Put
-	case o.Method == http.MethodPost && o.Path == contract.PathFence:
+	case o.Method == "POST" && o.Path == contract.PathFence:
 		in.Kind = fencemodel.Fence
-	case o.Method == http.MethodGet && o.Path == contract.PathFence && o.Type == record.OK:
+	case o.Method == "GET" && o.Path == contract.PathFence && o.Type == record.OK:
 		in.Kind = fencemodel.Floor
-	case o.Method == http.MethodGet && o.Key != "" && o.Status == http.StatusNotFound:
+	case o.Method == "GET" && o.Key != "" && o.Status == contract.StatusNotFound:
 		in.Kind = fencemodel.Get
 	default:
 		return in, out, false
@@ -141,10 +140,10 @@ func ruled(in fencemodel.Input, o record.Operation) bool {
 	switch {
 	case o.Result == "":
 		return false
-	case o.Status == http.StatusConflict, o.Status == http.StatusUnprocessableEntity:
+	case o.Status == contract.StatusConflict, o.Status == contract.StatusUnprocessable:
 		return true
 	}
-	return o.Status == http.StatusBadRequest && in.NoEpoch
+	return o.Status == contract.StatusBadRequest && in.NoEpoch
 }
 
 // checkLinearizable: the witness's history plus the final reads is
