@@ -171,7 +171,7 @@ func All() []Def {
 			Description: "negative control: --ignore-demotion with an unfenced sink: the stale leader keeps sending and its writes commit after the new term's fence",
 			Chaos:       PartitionOnce,
 			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: UnfencedSink},
-			Expect: control(check.NoStaleCommit, check.OldLeaderStepsDown),
+			Expect: control(check.NoStaleCommit, check.OldLeaderStepsDown, check.Linearizable),
 		},
 		{
 			Name:        "neg-live-epoch",
@@ -195,7 +195,7 @@ func All() []Def {
 			Description: "negative control: --ignore-demotion with a sink that fences each key against its own last epoch: the stale leader commits rows the new leader has not written yet",
 			Chaos:       PartitionOnce,
 			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: PerKeyFloorSink},
-			Expect: control(check.NoStaleCommit),
+			Expect: control(check.NoStaleCommit, check.Linearizable),
 		},
 		{
 			Name:        "neg-lying-sink",
