@@ -43,13 +43,13 @@ func (s *Session) poll(ctx context.Context, what string, cond func(context.Conte
 	return Poll(ctx, s.dr.WaitTimeout, what, cond)
 }
 
-// Stop wraps an error that makes Poll give up at once (the process it
+// GiveUp wraps an error that makes Poll give up at once (the process it
 // waits for exited, say): waiting longer cannot help.
-func Stop(err error) error { return stopError{err} }
+func GiveUp(err error) error { return giveUpError{err} }
 
-type stopError struct{ error }
+type giveUpError struct{ error }
 
-func (e stopError) Unwrap() error { return e.error }
+func (e giveUpError) Unwrap() error { return e.error }
 
 // Poll runs cond every pollEvery until it holds or timeout ends; the
 // error says what was awaited and the last error cond returned.
@@ -62,9 +62,9 @@ func Poll(ctx context.Context, timeout time.Duration, what string, cond func(con
 		if ok {
 			return nil
 		}
-		var stop stopError
-		if errors.As(err, &stop) {
-			return fmt.Errorf("waiting for %s: %w", what, stop.error)
+		var g giveUpError
+		if errors.As(err, &g) {
+			return fmt.Errorf("waiting for %s: %w", what, g.error)
 		}
 		if err != nil {
 			last = err

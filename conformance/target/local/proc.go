@@ -132,7 +132,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 func (r *proc) ready(ctx context.Context, timeout time.Duration) error {
 	return driver.Poll(ctx, timeout, r.pod+" ready", func(ctx context.Context) (bool, error) {
 		if r.exited() {
-			return false, driver.Stop(fmt.Errorf("%s exited: %v (see %s.stderr)", r.pod, r.cmd.ProcessState, r.pod))
+			return false, driver.GiveUp(fmt.Errorf("%s exited: %v (see %s.stderr)", r.pod, r.cmd.ProcessState, r.pod))
 		}
 		return httpOK(ctx, "http://"+r.addr+"/readyz")
 	})
