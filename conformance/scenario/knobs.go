@@ -41,6 +41,8 @@ const (
 	CorrectSink    SinkMode = ""
 	UnfencedSink   SinkMode = "unfenced"
 	HideCommitSink SinkMode = "hide-commit"
+	// MisreportSink records a commit as rejected in its history.
+	MisreportSink SinkMode = "misreport"
 	// PerKeyFloorSink fences each key against its own last epoch.
 	PerKeyFloorSink SinkMode = "per-key-floor"
 )

@@ -205,6 +205,13 @@ func All() []Def {
 			Expect:      control(check.WitnessAgrees),
 		},
 		{
+			Name:        "neg-misreporting-sink",
+			Description: "negative control: a sink whose /v1/history records as rejected a commit its client was answered OK for: the witness shows the answers differ from the records",
+			Chaos:       PartitionOnce,
+			Sink:        Sink{Broken: MisreportSink},
+			Expect:      control(check.WitnessAgrees),
+		},
+		{
 			Name:        "neg-term-on-renew",
 			Description: "negative control: --term-on-renew: the term moves on renew",
 			Chaos:       PartitionOnce,
