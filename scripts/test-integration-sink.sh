@@ -8,7 +8,8 @@
 # PostgreSQL comes from Debian's packages (apt-get install postgresql) when
 # initdb is missing, runs as the postgres user from its own data directory on
 # a loopback port (no systemd), and is reused when it is already running.
-# Env: FENCECHECK_PG_PORT (55432), FENCECHECK_PG_DIR (/var/tmp/fencecheck-postgres),
+# Env: FENCECHECK_PG_PORT (25432: below the kernel's ephemeral range, which
+# starts at 32768, so no outgoing connection can hold it), FENCECHECK_PG_DIR (/var/tmp/fencecheck-postgres),
 # FENCECHECK_PG_KEEP=1 keeps the server running after the tests.
 # FENCECHECK_CALIBRATE=20 also runs the concurrency calibration (each race
 # control, bbolt and PostgreSQL, certified 20 times; at least 19 caught).
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/common.sh
 . scripts/lib/common.sh
 
-PG_PORT="${FENCECHECK_PG_PORT:-55432}"
+PG_PORT="${FENCECHECK_PG_PORT:-25432}"
 PG_DIR="${FENCECHECK_PG_DIR:-/var/tmp/fencecheck-postgres}"
 PG_DATA="$PG_DIR/data"
 PG_RUN="$PG_DIR/run"
