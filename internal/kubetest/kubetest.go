@@ -148,7 +148,7 @@ func StartE(opts Options) (s *Server, err error) {
 		}
 	}()
 
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -385,16 +385,16 @@ func (p *proc) stop() {
 
 // FreePort returns a loopback port that was free a moment ago.
 func FreePort() (int, error) {
-	ps, err := freePorts(1)
+	ps, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
 	return ps[0], nil
 }
 
-// freePorts reserves n distinct loopback ports (released before use: a
+// FreePorts reserves n distinct loopback ports (released before use: a
 // small window another process could take; start-up then fails loudly).
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

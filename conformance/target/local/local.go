@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +27,7 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/internal/kubetest"
 	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
@@ -98,7 +98,7 @@ type deployment struct {
 // answer, then the reconcilers.
 func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	d.spec = spec
-	ports, err := freePorts(3)
+	ports, err := kubetest.FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -298,19 +298,4 @@ func (d *deployment) Witness(ctx context.Context) (*record.History, error) {
 		return nil, fmt.Errorf("witness history: bad body: %w", err)
 	}
 	return &h, nil
-}
-
-// freePorts asks the kernel for n loopback ports that are free now (all
-// held until all are chosen, so they differ).
-func freePorts(n int) ([]int, error) {
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/internal/cutproxy"
+	"github.com/fencecheck/fencecheck/internal/kubetest"
 )
 
 // proc is one reconciler process: a pod of the local target.
@@ -92,7 +93,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 	if err := o.Kubeconfig(kc, "https://"+api.Addr()); err != nil {
 		return fail(err)
 	}
-	ports, err := freePorts(1)
+	ports, err := kubetest.FreePorts(1)
 	if err != nil {
 		return fail(err)
 	}
