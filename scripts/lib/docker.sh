@@ -57,6 +57,16 @@ configure_daemon_json() {
 	return 0
 }
 
+# close_inherited_fds: close every descriptor above 2 of this (sub)shell.
+close_inherited_fds() {
+	local fd
+	for fd in /proc/$BASHPID/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+	done
+	return 0
+}
+
 wait_docker() {
 	local deadline=$(( $(date +%s) + ${1:-90} ))
 	until docker info >/dev/null 2>&1; do
@@ -93,13 +103,11 @@ ensure_docker() {
 		rm -f /var/run/docker.pid
 		log "starting dockerd (log: $DOCKER_LOG)"
 		DOCKERD_STARTED_AT=$(date +%s) # containers it brings back may carry stale state
-		# dockerd outlives this script: it must not inherit the kind.lock fd
-		# (with_lock), or it would hold the lock for as long as it runs.
-		if [ -n "${_fc_lockfd:-}" ]; then
-			setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null {_fc_lockfd}>&- &
-		else
-			setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null &
-		fi
+		# dockerd (and containerd after it) outlive this script: they must not
+		# inherit any descriptor above 2, or a lock a caller holds (kind.lock,
+		# or a flock the user wrapped around this script) stays held for as
+		# long as they run.
+		(close_inherited_fds; exec setsid nohup dockerd >>"$DOCKER_LOG" 2>&1 </dev/null) &
 	fi
 	wait_docker 90 || { tail -n 20 "$DOCKER_LOG" >&2; die "dockerd did not come up within 90s; see $DOCKER_LOG"; }
 	log "dockerd is up (default runtime: $(docker info --format '{{.DefaultRuntime}}'))"
