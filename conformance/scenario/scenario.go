@@ -123,8 +123,26 @@ func control(failOn ...string) map[string]history.Expectation {
 	return m
 }
 
+// more holds the scenario lists that other files of this package add with
+// register (one file per kind of fault), run after the core list in file
+// name order.
+var more []func() []Def
+
+// register adds a list of scenarios to All, from an init function.
+func register(list func() []Def) { more = append(more, list) }
+
 // All is every scenario, in run order.
 func All() []Def {
+	all := core()
+	for _, list := range more {
+		all = append(all, list()...)
+	}
+	return all
+}
+
+// core is the partition, shutdown and repeated-takeover scenarios and
+// their controls.
+func core() []Def {
 	return []Def{
 		{
 			Name:        "partition-heal",
