@@ -14,6 +14,8 @@
 #   --seed N                chaos schedule seed (default: random, recorded)
 #   --skip-images           do not rebuild/load the images
 #   --timeout D             go test timeout (default 40m)
+#   --parallel N            scenarios run at once (the suite's --parallel;
+#                           default: the suite's, measured on 2 cores)
 #   -h, --help              this text
 #   -- ARGS                 passed to the suite: e2e-framework flags
 #                           (--feature REGEX, --skip-features, --labels k=v)
@@ -32,7 +34,7 @@ TIMEOUT=40m
 SUITE_ARGS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--kubeconfig) KUBECONFIG_ARG=${2:?--kubeconfig needs a file}; shift 2 ;;
 	--kubeconfig=*) KUBECONFIG_ARG=${1#*=}; shift ;;
 	--keep-cluster) KEEP=${2:?--keep-cluster needs always, on-failure or never}; shift 2 ;;
@@ -44,11 +46,16 @@ while [ $# -gt 0 ]; do
 	--skip-images) SKIP_IMAGES=1; shift ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--timeout=*) TIMEOUT=${1#*=}; shift ;;
+	--parallel) SUITE_ARGS+=(--parallel "${2:?--parallel needs a number}"); shift 2 ;;
+	--parallel=*) SUITE_ARGS+=(--parallel "${1#*=}"); shift ;;
 	--) shift; SUITE_ARGS+=("$@"); break ;;
 	*) die "unknown argument: $1 (try --help; suite flags go after --)" ;;
 	esac
 done
 case "$KEEP" in always | on-failure | never) ;; *) die "--keep-cluster must be always, on-failure or never, not '$KEEP'" ;; esac
+for ((i = 0; i < ${#SUITE_ARGS[@]}; i++)); do
+	[ "${SUITE_ARGS[i]}" != --parallel ] || [[ "${SUITE_ARGS[i + 1]:-}" =~ ^[1-9][0-9]*$ ]] || die "--parallel must be a positive number, got '${SUITE_ARGS[i + 1]:-}'"
+done
 [ -z "$SEED" ] || [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a number, got '$SEED'"
 RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
 [[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"

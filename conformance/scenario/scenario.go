@@ -40,6 +40,10 @@ type Def struct {
 	// producer stops (a fast in-cluster sink never lets one build up).
 	CutSinkToo bool
 	Expect     map[string]history.Expectation
+	// Exclusive: the scenario needs the whole cluster (it disturbs a node
+	// or the apiserver, or times something other scenarios' load would
+	// skew), so the suite runs it alone, after the others.
+	Exclusive bool
 }
 
 // Timing is the lease and bridge timing every scenario runs with.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ var (
 	executorName    = flag.String("executor", "auto", "chaos executor: auto, builtin, chaos-mesh")
 	keepNamespaces  = flag.Bool("keep-namespaces", false, "keep each scenario's namespace for inspection")
 	takeovers       = flag.Int("takeovers", 3, "partitions in the repeated-takeovers scenario")
+	parallel        = flag.Int("parallel", defaultParallel, "scenarios run at once, each in its own namespace (1: one after another; a scenario marked Exclusive always runs alone)")
 	timing          = scenario.DefaultTiming()
 
 	mu       sync.Mutex
@@ -164,6 +166,12 @@ func writeReports(code int) error {
 		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out; see the test output.\n", *runID, code)
 		return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), []byte(msg), 0o644)
 	}
+	// Workers finish in any order: report in the scenarios' own order.
+	rank := map[string]int{}
+	for i, d := range scenario.All() {
+		rank[d.Name] = i
+	}
+	sort.SliceStable(recorded, func(i, j int) bool { return rank[recorded[i].Name] < rank[recorded[j].Name] })
 	r := &history.Run{Meta: history.Meta{RunID: *runID, Seed: *seed, Started: started, Ended: time.Now(),
 		Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}, Scenarios: recorded}
 	results := check.Evaluate(r)
@@ -249,10 +257,17 @@ func keep(h *history.Scenario) {
 	recorded = append(recorded, h)
 }
 
+// defaultParallel is measured on 2 cores (bench/suite.sh). The suite's
+// --parallel is registered before e2e-framework parses its flags, so it
+// replaces e2e-framework's own --parallel (a bool, every feature at once).
+const defaultParallel = 4
+
 func TestConformance(t *testing.T) {
-	var fs []features.Feature
-	for _, d := range scenario.All() {
-		fs = append(fs, feature(d))
+	if *parallel < 1 {
+		t.Fatalf("--parallel must be at least 1, got %d", *parallel)
 	}
-	testenv.Test(t, fs...)
+	logf("running %d scenarios, %d at a time", len(scenario.All()), *parallel)
+	// One feature per testenv.Test call, so each worker runs its own;
+	// e2e-framework's --feature filters still apply to each.
+	driver.RunAll(*parallel, scenario.All(), func(d scenario.Def) { testenv.Test(t, feature(d)) })
 }

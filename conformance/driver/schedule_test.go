@@ -1,0 +1,58 @@
+package driver
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/conformance/scenario"
+)
+
+// RunAll keeps at most parallel scenarios running, runs each once, and
+// runs an exclusive scenario with nothing else running.
+func TestRunAllBoundsAndIsolates(t *testing.T) {
+	defs := []scenario.Def{{Name: "a"}, {Name: "b"}, {Name: "whole", Exclusive: true}, {Name: "c"}, {Name: "d"}, {Name: "e"}}
+	for _, parallel := range []int{0, 1, 2, 4, 10} {
+		var mu sync.Mutex
+		running, peak := 0, 0
+		ran := map[string]int{}
+		var order []string
+		release := make(chan struct{})
+		started := make(chan struct{}, len(defs))
+		go func() {
+			// Let the workers pile up before any finishes, so the bound is
+			// what stops them.
+			for range min(max(parallel, 1), len(defs)-1) {
+				<-started
+			}
+			close(release)
+		}()
+		RunAll(parallel, defs, func(d scenario.Def) {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			ran[d.Name]++
+			order = append(order, d.Name)
+			if d.Exclusive && running != 1 {
+				t.Errorf("parallel %d: %s ran beside %d others", parallel, d.Name, running-1)
+			}
+			mu.Unlock()
+			started <- struct{}{}
+			<-release
+			mu.Lock()
+			running--
+			mu.Unlock()
+		})
+		want := min(max(parallel, 1), len(defs)-1)
+		if peak != want {
+			t.Errorf("parallel %d: at most %d ran at once, want %d", parallel, peak, want)
+		}
+		for _, d := range defs {
+			if ran[d.Name] != 1 {
+				t.Errorf("parallel %d: %s ran %d times", parallel, d.Name, ran[d.Name])
+			}
+		}
+		if order[len(order)-1] != "whole" {
+			t.Errorf("parallel %d: the exclusive scenario must run last, order %v", parallel, order)
+		}
+	}
+}
