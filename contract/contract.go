@@ -30,6 +30,12 @@ const (
 	PathRecords = "/v1/records/" // PUT, GET /v1/records/{key}
 	PathFence   = "/v1/fence"    // POST (raise floor), GET (read floor)
 	PathHistory = "/v1/history"  // GET: every attempt, reference sink only
+	// PathRecordsBulk is GET /v1/records?key=K1&key=K2...: the records of
+	// many keys in one read (reference sink only: the harness's final
+	// read; a sink without it is read key by key).
+	PathRecordsBulk = "/v1/records"
+	// QueryKey names a key of a bulk read.
+	QueryKey = "key"
 )
 
 // Result codes in response bodies.
@@ -121,6 +127,12 @@ func (a Attempt) Committed() bool { return a.Op == OpPut && a.Result == ResultOK
 // HistoryResponse is the body of GET /v1/history.
 type HistoryResponse struct {
 	Attempts []Attempt `json:"attempts"`
+}
+
+// RecordsResponse is the body of a bulk read (PathRecordsBulk): the
+// records of the keys asked for that have one, in the order asked.
+type RecordsResponse struct {
+	Records []Record `json:"records"`
 }
 
 // Errors from parsing request headers.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -26,22 +26,74 @@ func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, se
 }
 
 // SinkRecords reads the final record of each key; a key only ever
-// rejected has no record and is left out.
+// rejected has no record and is left out. It asks for every key in one
+// bulk read (contract.PathRecordsBulk, a reference-sink extra); a sink
+// without it (404, 405) is read key by key, recordReaders at a time.
 func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
-	out := []contract.Record{}
+	if len(keys) == 0 {
+		return []contract.Record{}, nil
+	}
+	req := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services").
+		Name("http:" + service + ":" + port).SubResource("proxy").Suffix(contract.PathRecordsBulk)
 	for _, k := range keys {
-		b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathRecords+url.PathEscape(k), nil).DoRaw(ctx)
-		if apierrors.IsNotFound(err) {
-			continue
+		req = req.Param(contract.QueryKey, k)
+	}
+	b, err := req.DoRaw(ctx)
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+		return recordsOneByOne(ctx, client, namespace, service, port, keys)
+	case err != nil:
+		return nil, fmt.Errorf("sink records (%d keys, one read): %w", len(keys), err)
+	}
+	var r contract.RecordsResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("sink records: bad body: %w", err)
+	}
+	if r.Records == nil {
+		return nil, fmt.Errorf("sink records: the body has no records list: %.200q", b)
+	}
+	return r.Records, nil
+}
+
+// recordReaders is how many key-by-key reads are in flight at once.
+const recordReaders = 8
+
+// recordsOneByOne reads each key with GET /v1/records/{key}, the
+// contract's read, a few at a time; the records keep the keys' order.
+func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
+	recs := make([]*contract.Record, len(keys))
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, recordReaders)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.RecordPath(k), nil).DoRaw(ctx)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				errs[i] = fmt.Errorf("sink record %q: %w", k, err)
+			default:
+				var r contract.Record
+				if err := json.Unmarshal(b, &r); err != nil {
+					errs[i] = fmt.Errorf("sink record %q: bad body: %w", k, err)
+				} else {
+					recs[i] = &r
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out := []contract.Record{}
+	for i, r := range recs {
+		if errs[i] != nil {
+			return out, errs[i]
 		}
-		if err != nil {
-			return out, fmt.Errorf("sink record %q: %w", k, err)
+		if r != nil {
+			out = append(out, *r)
 		}
-		var r contract.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return out, fmt.Errorf("sink record %q: bad body: %w", k, err)
-		}
-		out = append(out, r)
 	}
 	return out, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -37,6 +39,14 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		}
 	}
 	start := time.Now()
+	// Where collect's time goes, for the log (issue 13).
+	var steps []string
+	lap := start
+	step := func(name string) {
+		now := time.Now()
+		steps = append(steps, fmt.Sprintf("%s %v", name, now.Sub(lap).Round(time.Millisecond)))
+		lap = now
+	}
 	logs := s.dep.Events()
 	if pods, err := s.dep.Pods(ctx); err == nil {
 		for _, p := range pods {
@@ -53,10 +63,13 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 			note(logs.Refresh(ctx, p))
 		}
 	}
+	step("status+logs")
 	// Stop every writer first, so the sink's history and final state are
 	// read at rest and agree.
 	note(s.dep.StopReconcilers(ctx))
+	step("stop")
 	events, problems := logs.Stop(ctx)
+	step("final logs")
 	s.Hist.Events = events
 	s.Hist.Errors = append(s.Hist.Errors, problems...)
 	if w, err := s.dep.Witness(ctx); err != nil {
@@ -65,9 +78,11 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	} else {
 		s.Hist.Witness = w
 	}
+	step("witness")
 	// What could not be read makes the checks that need it INCONCLUSIVE
 	// (an empty history must not pass as a clean one).
 	as, err := s.dep.Sink().History(ctx)
+	step("sink history")
 	note(err)
 	s.Hist.Attempts = as
 	if err != nil {
@@ -79,8 +94,10 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	} else {
 		s.Hist.FinalRecords = recs
 	}
+	step("records")
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: scenario.PhaseCollect, Start: start, End: time.Now()})
-	s.dr.log("%s: collected %d sink attempts, %d witness operations, events from %d pods", s.def.Name, len(s.Hist.Attempts), witnessOps(s.Hist), len(s.Hist.Events))
+	s.dr.log("%s: collected %d sink attempts, %d witness operations, %d final records, events from %d pods in %v (%s)", s.def.Name, len(s.Hist.Attempts),
+		witnessOps(s.Hist), len(s.Hist.FinalRecords), len(s.Hist.Events), time.Since(start).Round(time.Millisecond), strings.Join(steps, ", "))
 	return s.Hist, errors.Join(errs...)
 }
 
