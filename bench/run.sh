@@ -5,11 +5,12 @@
 #   sink     fenced vs unfenced writes, bbolt and PostgreSQL
 #   witness  sink writes through the witness vs direct (added p50/p99)
 #   kind-up  warm kind-up vs a bare `kind create cluster` (add --cold via KINDUP_ARGS)
-#   suite    conformance wall time vs its unavoidable waits (reads reports/latest)
+#   suite    conformance wall time vs its unavoidable waits (reads reports/latest;
+#            bench/suite.sh alone runs --parallel 1 vs the default side by side)
 # Usage: bench/run.sh [bridge|sink|witness|kind-up|suite]...   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")"
-case "${1:-}" in -h | --help) sed -n '2,9p' "$(basename "$0")" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,10p' "$(basename "$0")" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 which=("$@")
 [ ${#which[@]} -gt 0 ] || which=(bridge sink witness kind-up suite)
 rc=0

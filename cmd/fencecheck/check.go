@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -100,16 +102,25 @@ is not as expected; 3: the re-check differs from verdicts.json; 2: usage;
 func runReport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timing := fs.Bool("timing", false, "only print each scenario's wall time against its unavoidable waits (Markdown), write nothing")
+	timing := fs.Bool("timing", false, "only print each scenario's wall time against its unavoidable waits and the run's (Markdown), write nothing; with several DIRs, the runs side by side")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: fencecheck report [--timing] DIR
+       fencecheck report --timing DIR DIR...
 
 Re-checks DIR/history.json and rewrites verdicts.json, junit.xml,
 summary.md and index.html in DIR (history.json is not touched).`)
 		fs.PrintDefaults()
 	}
-	if code, ok := parseArgs(fs, args, 1); !ok {
+	// --timing takes several DIRs.
+	n := 1
+	if slices.ContainsFunc(args, func(a string) bool { return strings.TrimLeft(a, "-") == "timing" }) {
+		n = max(len(args)-1, 1)
+	}
+	if code, ok := parseArgs(fs, args, n); !ok {
 		return code
+	}
+	if *timing && fs.NArg() > 1 {
+		return timingSideBySide(fs.Args(), stdout, stderr)
 	}
 	dir := fs.Arg(0)
 	run, ok := loadRun(stderr, "report", dir)
@@ -118,6 +129,7 @@ summary.md and index.html in DIR (history.json is not touched).`)
 	}
 	if *timing {
 		fmt.Fprint(stdout, report.TimingTable(scenario.MeasureWaits(run)))
+		fmt.Fprint(stdout, "\n"+report.RunTable(report.MeasureRun(run)))
 		return exitOK
 	}
 	results := check.Evaluate(run)
@@ -129,6 +141,20 @@ summary.md and index.html in DIR (history.json is not touched).`)
 	if !check.AllOK(results) {
 		return exitFailed
 	}
+	return exitOK
+}
+
+// timingSideBySide prints the runs of dirs side by side.
+func timingSideBySide(dirs []string, stdout, stderr io.Writer) int {
+	var rts []report.RunTiming
+	for _, d := range dirs {
+		run, ok := loadRun(stderr, "report", d)
+		if !ok {
+			return exitBadReport
+		}
+		rts = append(rts, report.MeasureRun(run))
+	}
+	fmt.Fprint(stdout, report.RunTable(rts...))
 	return exitOK
 }
 

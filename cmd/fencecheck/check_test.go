@@ -110,7 +110,11 @@ func TestReportTiming(t *testing.T) {
 	if code := runReport([]string{"--timing", dir}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "| partition-heal |") || !strings.Contains(out.String(), "**total**") {
+	if !strings.Contains(out.String(), "| partition-heal |") || !strings.Contains(out.String(), "**total**") || !strings.Contains(out.String(), "wall / longest unavoidable") {
 		t.Errorf("timing output:\n%s", out.String())
+	}
+	out.Reset()
+	if code := runReport([]string{"--timing", dir, dir}, &out, &errb); code != exitOK || strings.Count(out.String(), "| failover p50 |") != 1 {
+		t.Fatalf("exit %d, side by side:\n%s%s", code, out.String(), errb.String())
 	}
 }

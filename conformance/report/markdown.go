@@ -27,8 +27,10 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 	}
 	b.WriteString("\n")
 	if ts := scenario.MeasureWaits(run); len(ts) > 0 {
-		b.WriteString("Wall time against the waits a scenario cannot avoid (partitions, a lease TTL per leader deletion or restart, schedule gaps, settling commits):\n\n")
+		b.WriteString("Wall time against the waits a scenario cannot avoid (partitions, a lease TTL per leader deletion or restart, schedule gaps, settling commits); wall includes deploy and collect:\n\n")
 		b.WriteString(TimingTable(ts))
+		b.WriteString("\nThe run: scenarios run concurrently can finish no sooner than the longest scenario's unavoidable waits.\n\n")
+		b.WriteString(RunTable(MeasureRun(run)))
 		b.WriteString("\n")
 	}
 	for _, s := range run.Scenarios {

@@ -2,26 +2,161 @@ package report
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 )
 
-// TimingTable renders the timings as a Markdown table with totals.
+// TimingTable renders the timings as a Markdown table with totals: each
+// scenario's whole wall time (deploy and collect included) and its active
+// time (without them) against the waits it cannot avoid.
 func TimingTable(ts []scenario.Waits) string {
 	var b strings.Builder
-	b.WriteString("| scenario | wall | deploy+collect | active | unavoidable waits | active/unavoidable |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | wall | deploy+collect | active | unavoidable waits | wall/unavoidable | active/unavoidable |\n|---|---|---|---|---|---|---|\n")
 	var wall, setup, active, unav time.Duration
 	for _, t := range ts {
-		fmt.Fprintf(&b, "| %s | %v | %v | %v | %v | %.2fx |\n", t.Scenario, t.Wall.Round(100*time.Millisecond), t.Setup.Round(100*time.Millisecond),
-			t.Active.Round(100*time.Millisecond), t.Unavoidable.Round(100*time.Millisecond), t.Ratio)
+		fmt.Fprintf(&b, "| %s | %v | %v | %v | %v | %.2fx | %.2fx |\n", t.Scenario, t.Wall.Round(100*time.Millisecond), t.Setup.Round(100*time.Millisecond),
+			t.Active.Round(100*time.Millisecond), t.Unavoidable.Round(100*time.Millisecond), ratio(t.Wall, t.Unavoidable), t.Ratio)
 		wall, setup, active, unav = wall+t.Wall, setup+t.Setup, active+t.Active, unav+t.Unavoidable
 	}
-	ratio := 0.0
-	if unav > 0 {
-		ratio = float64(active) / float64(unav)
+	fmt.Fprintf(&b, "| **total** | %v | %v | %v | %v | %.2fx | %.2fx |\n", wall.Round(time.Second), setup.Round(time.Second), active.Round(time.Second),
+		unav.Round(time.Second), ratio(wall, unav), ratio(active, unav))
+	return b.String()
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
 	}
-	fmt.Fprintf(&b, "| **total** | %v | %v | %v | %v | %.2fx |\n", wall.Round(time.Second), setup.Round(time.Second), active.Round(time.Second), unav.Round(time.Second), ratio)
+	return float64(a) / float64(b)
+}
+
+// RunTiming is a whole run's wall time against the waits no schedule can
+// avoid, and its failover times: what running scenarios concurrently
+// must shorten without making the failovers slower.
+type RunTiming struct {
+	RunID     string
+	Parallel  string        // the suite's --parallel as run ("" if not given)
+	Scenarios int           // with phases
+	Wall      time.Duration // first scenario phase's start to the last one's end
+	// Longest is the longest scenario's unavoidable waits: no schedule
+	// can finish sooner. SumUnavoidable is a one-at-a-time run's floor.
+	Longest         time.Duration
+	LongestScenario string
+	SumUnavoidable  time.Duration
+	// DeployCollect is the mean per scenario.
+	DeployCollect time.Duration
+	// Failovers are every failover that reached a first commit, sorted
+	// (injected to the new term's first commit); NoCommit counts those
+	// that never did.
+	Failovers []time.Duration
+	NoCommit  int
+}
+
+// MeasureRun computes the run's timing from its history.
+func MeasureRun(run *history.Run) RunTiming {
+	rt := RunTiming{RunID: run.Meta.RunID, Parallel: flagValue(run.Meta.Flags, "parallel")}
+	var first, last time.Time
+	for _, s := range run.Scenarios {
+		for _, p := range s.Phases {
+			if first.IsZero() || p.Start.Before(first) {
+				first = p.Start
+			}
+			if p.End.After(last) {
+				last = p.End
+			}
+		}
+		fs, _ := check.Failovers(s)
+		for _, f := range fs {
+			if f.FirstCommit.IsZero() {
+				rt.NoCommit++
+			} else {
+				rt.Failovers = append(rt.Failovers, f.Failover)
+			}
+		}
+	}
+	slices.Sort(rt.Failovers)
+	var setup time.Duration
+	for _, w := range scenario.MeasureWaits(run) {
+		rt.Scenarios++
+		rt.SumUnavoidable += w.Unavoidable
+		setup += w.Setup
+		if w.Unavoidable > rt.Longest {
+			rt.Longest, rt.LongestScenario = w.Unavoidable, w.Scenario
+		}
+	}
+	if rt.Scenarios > 0 {
+		rt.DeployCollect = setup / time.Duration(rt.Scenarios)
+	}
+	rt.Wall = last.Sub(first)
+	return rt
+}
+
+// flagValue is the value of -name or --name in a run's recorded flags.
+func flagValue(flags []string, name string) string {
+	for i, f := range flags {
+		f = strings.TrimLeft(f, "-")
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+		if f == name && i+1 < len(flags) {
+			return flags[i+1]
+		}
+	}
+	return ""
+}
+
+// Percentile is the nearest-rank percentile p (0 to 100) of the
+// failovers, 0 when there are none.
+func (rt RunTiming) Percentile(p float64) time.Duration {
+	n := len(rt.Failovers)
+	if n == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(n))) - 1
+	return rt.Failovers[min(max(i, 0), n-1)]
+}
+
+// RunTable renders runs side by side (one column each), so a serial and
+// a parallel run of the same scenarios compare in one table.
+func RunTable(rts ...RunTiming) string {
+	var b strings.Builder
+	row := func(name string, cell func(RunTiming) string) {
+		b.WriteString("| " + name)
+		for _, rt := range rts {
+			b.WriteString(" | " + cell(rt))
+		}
+		b.WriteString(" |\n")
+	}
+	row("run", func(rt RunTiming) string { return rt.RunID })
+	b.WriteString("|---" + strings.Repeat("|---", len(rts)) + "|\n")
+	row("--parallel", func(rt RunTiming) string {
+		if rt.Parallel == "" {
+			return "(default)"
+		}
+		return rt.Parallel
+	})
+	row("scenarios", func(rt RunTiming) string { return fmt.Sprint(rt.Scenarios) })
+	row("wall, all scenarios", func(rt RunTiming) string { return rt.Wall.Round(time.Second).String() })
+	row("longest scenario's unavoidable waits", func(rt RunTiming) string {
+		return fmt.Sprintf("%v (%s)", rt.Longest.Round(100*time.Millisecond), rt.LongestScenario)
+	})
+	row("**wall / longest unavoidable**", func(rt RunTiming) string { return fmt.Sprintf("**%.2fx**", ratio(rt.Wall, rt.Longest)) })
+	row("sum of unavoidable waits", func(rt RunTiming) string { return rt.SumUnavoidable.Round(time.Second).String() })
+	row("wall / sum of unavoidable", func(rt RunTiming) string { return fmt.Sprintf("%.2fx", ratio(rt.Wall, rt.SumUnavoidable)) })
+	row("deploy+collect per scenario (mean)", func(rt RunTiming) string { return rt.DeployCollect.Round(100 * time.Millisecond).String() })
+	row("failovers (with a first commit / none)", func(rt RunTiming) string { return fmt.Sprintf("%d / %d", len(rt.Failovers), rt.NoCommit) })
+	for _, p := range []float64{50, 90, 99, 100} {
+		name := fmt.Sprintf("failover p%g", p)
+		if p == 100 {
+			name = "failover max"
+		}
+		row(name, func(rt RunTiming) string { return rt.Percentile(p).Round(time.Millisecond).String() })
+	}
 	return b.String()
 }

@@ -27,7 +27,34 @@ func TestTimings(t *testing.T) {
 	if got.Ratio < 1.35 || got.Ratio > 1.36 {
 		t.Errorf("ratio %.3f", got.Ratio)
 	}
-	if tab := TimingTable(ts); !strings.Contains(tab, "| p | 20s | 1s | 19s | 14s | 1.36x |") {
+	if tab := TimingTable(ts); !strings.Contains(tab, "| p | 20s | 1s | 19s | 14s | 1.43x | 1.36x |") {
 		t.Errorf("table:\n%s", tab)
+	}
+}
+
+func TestRunTiming(t *testing.T) {
+	a, b := synth.Scenario("a", synth.Defect{}), synth.Scenario("b", synth.Defect{})
+	// b runs 5s after a, beside it.
+	for i := range b.Phases {
+		b.Phases[i].Start = b.Phases[i].Start.Add(5 * time.Second)
+		b.Phases[i].End = b.Phases[i].End.Add(5 * time.Second)
+	}
+	r := synth.Run("r", a, b)
+	r.Meta.Flags = []string{"--kubeconfig", "k", "--parallel", "2"}
+	rt := MeasureRun(r)
+	if rt.Wall != 25*time.Second || rt.Longest != 14*time.Second || rt.SumUnavoidable != 28*time.Second || rt.Parallel != "2" || rt.Scenarios != 2 {
+		t.Errorf("%+v", rt)
+	}
+	if len(rt.Failovers) != 2 || rt.Percentile(50) != rt.Failovers[0] || rt.Percentile(100) != rt.Failovers[1] {
+		t.Errorf("failovers %v", rt.Failovers)
+	}
+	tab := RunTable(rt, MeasureRun(synth.Run("s", a)))
+	for _, want := range []string{"| run | r | s |", "| --parallel | 2 | (default) |", "| **wall / longest unavoidable** | **1.79x** | **1.43x** |", "| failover p50 |"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("no %q in\n%s", want, tab)
+		}
+	}
+	if RunTiming.Percentile(RunTiming{}, 50) != 0 {
+		t.Error("no failovers: percentile 0")
 	}
 }
