@@ -16,7 +16,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/e2e-framework/klient/decoder"
 	"sigs.k8s.io/e2e-framework/klient/k8s"
 
@@ -119,21 +123,28 @@ func (d *deployment) scaleToZero(ctx context.Context) error {
 }
 
 // waitReady waits until every replica of a Deployment is updated and
-// ready; on timeout it says why the pods are not.
+// ready, on a watch of it (no polling); on timeout it says why the pods
+// are not.
 func (d *deployment) waitReady(ctx context.Context, name string) error {
-	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "deployment "+d.ns+"/"+name+" ready", func(ctx context.Context) (bool, error) {
-		dep, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		want := dep.Spec.Replicas
-		return want != nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == *want &&
-			dep.Status.ReadyReplicas == *want && dep.Status.Replicas == *want, nil
+	ctx, cancel := context.WithTimeout(ctx, d.t.opt.DeployTimeout)
+	defer cancel()
+	lw := cache.NewListWatchFromClient(d.t.opt.Kube.AppsV1().RESTClient(), "deployments", d.ns, fields.OneTermEqualSelector("metadata.name", name))
+	_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.Deployment{}, nil, func(ev watch.Event) (bool, error) {
+		dep, ok := ev.Object.(*appsv1.Deployment)
+		return ok && ev.Type != watch.Deleted && deploymentReady(dep), nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, d.podProblems(name))
+		return fmt.Errorf("waiting for deployment %s/%s ready: %w: %s", d.ns, name, err, d.podProblems(name))
 	}
 	return nil
+}
+
+// deploymentReady: every replica of the current generation is updated and
+// ready, and no old one is left.
+func deploymentReady(dep *appsv1.Deployment) bool {
+	want := dep.Spec.Replicas
+	return want != nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == *want &&
+		dep.Status.ReadyReplicas == *want && dep.Status.Replicas == *want
 }
 
 // podProblems describes why pods are not ready (image not loaded, crash).
