@@ -25,45 +25,21 @@ import (
 
 // Admin paths of the nemesis (on the admin listener, never the proxied one).
 const (
-	// PathGate: POST GateRequest, answers GateState.
-	PathGate = "/v1/witness/gate"
-	// PathProbe: POST ProbeRequest; the witness sends the write upstream
-	// past the gate, records it as harness traffic, and answers the
-	// recorded record.Operation (200 whatever the sink said).
-	PathProbe = "/v1/witness/probe"
+	PathGate  = record.PathGate
+	PathProbe = record.PathProbe
 )
 
 // ProbeSource is the Source of the harness's probe operations: no client
 // address, so no pod is ever credited with it.
 const ProbeSource = "harness"
 
-// GateRequest closes (with a reason the refused operations carry) or opens
-// the gate.
-type GateRequest struct {
-	Closed bool   `json:"closed"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// GateState is the gate after a GateRequest.
-type GateState struct {
-	Closed bool `json:"closed"`
-	// Refused counts the client requests refused since the witness started.
-	Refused uint64 `json:"refused"`
-}
-
-// ProbeRequest is one write the harness sends through the witness.
-type ProbeRequest struct {
-	Key            string `json:"key"`
-	Value          string `json:"value"`
-	Epoch          uint64 `json:"epoch"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	// Authorization, if set, is sent upstream as the Authorization header
-	// (the sink's writer token: "Bearer <token>"). It travels in the body
-	// because an apiserver's service proxy, the admin port's way in on a
-	// cluster, consumes the Authorization header itself. It is never
-	// recorded.
-	Authorization string `json:"authorization,omitempty"`
-}
+// The admin requests' types are in witness/record (GateRequest,
+// GateState, ProbeRequest), so the harness needs no import of the proxy.
+type (
+	GateRequest  = record.GateRequest
+	GateState    = record.GateState
+	ProbeRequest = record.ProbeRequest
+)
 
 // gate refuses client requests while closed.
 type gate struct {

@@ -66,13 +66,21 @@ func checkFloorSurvivesRestart(s *history.Scenario) Verdict {
 	}
 	ops := s.Witness.Operations
 	var probes []record.Operation
+	unsent := 0
 	for _, o := range ops {
-		if o.Harness == record.HarnessProbe {
+		switch {
+		case o.Harness != record.HarnessProbe:
+		case o.Type == record.Fail && o.Status == 0:
+			unsent++ // never reached the sink (it was not listening yet): no effect, nothing said
+		default:
 			probes = append(probes, o)
 		}
 	}
+	if unsent > 0 {
+		e.addf("%d probe(s) never reached the sink (not listening yet) and say nothing", unsent)
+	}
 	if len(probes) == 0 {
-		e.unknownf("the harness sent no probe after a sink restart: nothing to judge")
+		e.unknownf("the harness sent no probe that reached the sink after a restart: nothing to judge")
 		return e.verdict()
 	}
 	judged := 0
