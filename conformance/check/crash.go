@@ -84,9 +84,19 @@ func checkFloorSurvivesRestart(s *history.Scenario) Verdict {
 		return e.verdict()
 	}
 	judged := 0
+	var why evidence
 	for _, p := range probes {
-		if judgeProbe(&e, ops, p, crashedBefore(s, p.Invoked)) {
+		if judgeProbe(&e, &why, ops, p, crashedBefore(s, p.Invoked)) {
 			judged++
+		}
+	}
+	// A probe with no definite answer (sent again by the harness) or one
+	// that proves nothing is a note when another probe was judged.
+	for _, line := range why.lines {
+		if judged == 0 {
+			e.unknownf("%s", line)
+		} else {
+			e.addf("not judged: %s", line)
 		}
 	}
 	if judged > 0 && !e.fail {
@@ -95,31 +105,32 @@ func checkFloorSurvivesRestart(s *history.Scenario) Verdict {
 	return e.verdict()
 }
 
-// judgeProbe adds p's verdict to e and reports whether p was judged.
-func judgeProbe(e *evidence, ops []record.Operation, p record.Operation, crashed time.Time) bool {
+// judgeProbe adds p's verdict to e and reports whether p was judged; when
+// it was not, why says so.
+func judgeProbe(e, why *evidence, ops []record.Operation, p record.Operation, crashed time.Time) bool {
 	if p.Completed.IsZero() || p.Type == record.Info || p.Type == record.Invoke {
-		e.unknownf("probe #%d got no definite answer (%s %s)", p.ID, p.Type, p.Error)
+		why.addf("probe #%d got no definite answer (%s %s)", p.ID, p.Type, p.Error)
 		return false
 	}
 	floor, by := AckedFloor(ops, p.Invoked)
 	switch {
 	case floor == 0:
-		e.unknownf("probe #%d: no floor was acknowledged before it", p.ID)
+		why.addf("probe #%d: no floor was acknowledged before it", p.ID)
 		return false
 	case p.Epoch >= floor:
-		e.unknownf("probe #%d at epoch %d is not below the acknowledged floor %d", p.ID, p.Epoch, floor)
+		why.addf("probe #%d at epoch %d is not below the acknowledged floor %d", p.ID, p.Epoch, floor)
 		return false
 	case p.SinkInstance == "" || by.SinkInstance == "":
-		e.unknownf("probe #%d: the sink sends no %s, so nothing proves it restarted between the floor (op #%d) and the probe",
+		why.addf("probe #%d: the sink sends no %s, so nothing proves it restarted between the floor (op #%d) and the probe",
 			p.ID, contract.HeaderInstanceID, by.ID)
 		return false
 	case p.SinkInstance == by.SinkInstance:
-		e.unknownf("probe #%d was answered by instance %s, which also acknowledged floor %d (op #%d): the sink did not restart in between",
+		why.addf("probe #%d was answered by instance %s, which also acknowledged floor %d (op #%d): the sink did not restart in between",
 			p.ID, p.SinkInstance, floor, by.ID)
 		return false
 	}
 	if x, ok := raisedFirst(ops, p, crashed); ok {
-		e.unknownf("probe #%d proves nothing: op #%d (%s %s epoch %d) may have reached the restarted sink (instance %s) before it and raised its floor to %d or above",
+		why.addf("probe #%d proves nothing: op #%d (%s %s epoch %d) may have reached the restarted sink (instance %s) before it and raised its floor to %d or above",
 			p.ID, x.ID, x.Method, x.Path, x.Epoch, p.SinkInstance, p.Epoch+1)
 		return false
 	}
@@ -133,9 +144,9 @@ func judgeProbe(e *evidence, ops []record.Operation, p record.Operation, crashed
 			p.SinkInstance, p.ID, p.Epoch, p.Result, floor, by.SinkInstance, by.ID, ts(by.Completed))
 		return true
 	case p.Status == 401 || p.Status == 403: // an authenticated sink (docs/sink-contract.md, Security considerations)
-		e.unknownf("probe #%d was refused %d before the fencing rule: was the sink's writer token handed to the probe?", p.ID, p.Status)
+		why.addf("probe #%d was refused %d before the fencing rule: was the sink's writer token handed to the probe?", p.ID, p.Status)
 	default:
-		e.unknownf("probe #%d answered %d %q: not the fencing rule's refusal, nothing said of the floor", p.ID, p.Status, p.Result)
+		why.addf("probe #%d answered %d %q: not the fencing rule's refusal, nothing said of the floor", p.ID, p.Status, p.Result)
 	}
 	return false
 }

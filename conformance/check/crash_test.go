@@ -138,6 +138,16 @@ func TestFloorSurvivesRestart(t *testing.T) {
 	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), false, true, "no probe")
 	wantVerdict(t, judge(t, FloorSurvivesRestart, &history.Scenario{}), false, true, "no witness history")
 
+	// A probe with no answer, sent again and refused: judged by the second.
+	c = standardCrash(409, "b")
+	c.ops = append(c.ops[:7:7], record.Operation{ID: 8, Method: "PUT", Key: "fencecheck-probe", EpochHeader: "1", Epoch: 1, Harness: record.HarnessProbe,
+		Invoked: c.ops[6].Completed, Completed: c.ops[6].Completed.Add(time.Millisecond), Type: record.Info, Error: "upstream: EOF"})
+	for _, o := range standardCrash(409, "b").ops[7:] {
+		o.ID++
+		c.ops = append(c.ops, o)
+	}
+	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), true, false, "not judged: probe #8 got no definite answer")
+
 	// Without the crash's time, the write in flight at the kill may as
 	// well have reached the restarted sink: the probe proves nothing.
 	c = standardCrash(409, "b")

@@ -105,16 +105,17 @@ func (s *Session) crashSink(ctx context.Context, floor uint64) error {
 	s.dr.log("%s: sink back after %v", s.def.Name, w.Recovered.Sub(w.Injected).Round(time.Millisecond))
 	probe := record.ProbeRequest{Key: scenario.ProbeKey, Value: fmt.Sprintf("harness probe at epoch %d below floor %d", floor-1, floor),
 		Epoch: floor - 1, IdempotencyKey: fmt.Sprintf("fencecheck-probe.%d", w.Injected.UnixNano())}
-	// The sink answers the harness before it is reachable through its
-	// Service; a probe that was never sent (dial failed: no effect) is
-	// sent again, each one recorded.
+	// The sink may answer the harness before the witness reaches it
+	// through its Service: a probe that got no definite answer (not sent,
+	// or no answer) is sent again with the same Idempotency-Key, each one
+	// recorded; floor-survives-restart judges those that were answered.
 	var op record.Operation
 	err = s.poll(ctx, "the probe answered by the restarted sink", func(ctx context.Context) (bool, error) {
 		if err := s.dep.WitnessAdmin(ctx, record.PathProbe, &probe, &op); err != nil {
 			return false, err
 		}
-		if op.Type == record.Fail && op.Status == 0 {
-			s.dr.log("%s: probe #%d not sent (%s); again", s.def.Name, op.ID, op.Error)
+		if op.Type == record.Info || (op.Type == record.Fail && op.Status == 0) {
+			s.dr.log("%s: probe #%d got no definite answer (%s %s); again", s.def.Name, op.ID, op.Type, op.Error)
 			return false, nil
 		}
 		return true, nil
