@@ -15,7 +15,8 @@ import (
 // never the proxied one: no forwarded request can collide with it.
 const PathHistory = "/v1/witness/history"
 
-// Admin serves GET /v1/witness/history, /healthz and /metrics.
+// Admin serves GET /v1/witness/history, /healthz and /metrics, and the
+// sink-crash nemesis's POST PathGate and PathProbe (crash.go).
 func (wt *Witness) Admin() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathHistory, func(w http.ResponseWriter, r *http.Request) {
@@ -26,6 +27,7 @@ func (wt *Witness) Admin() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(wt.met.reg, promhttp.HandlerOpts{}))
+	wt.crashAdmin(mux)
 	return mux
 }
 

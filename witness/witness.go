@@ -51,6 +51,8 @@ type Witness struct {
 	met      *metrics
 	instance string
 	started  time.Time
+	// gate, while closed, refuses client requests (the sink-crash nemesis).
+	gate gate
 	// completed, if set, sees every finished operation (tests wait on it).
 	completed func(record.Operation)
 }
@@ -117,6 +119,9 @@ func NewTransport() *http.Transport {
 
 // ServeHTTP forwards r and records the exchange.
 func (wt *Witness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if wt.refused(r) {
+		panic(http.ErrAbortHandler)
+	}
 	tap := newBodyTap(r.Body)
 	op, slot := wt.log.invoke(requestOp(r), time.Now())
 	wt.met.inFlight.Inc()

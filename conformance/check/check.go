@@ -89,6 +89,8 @@ var All = []Checker{
 	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
 	{Linearizable, "the witness's history and the final records are linearizable against the contract's fenced register (porcupine)", []string{wit, state}, checkLinearizable},
 	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
+	{FloorSurvivesRestart, "after a sink SIGKILL and restart, the harness's probe below the floor acknowledged before the crash is refused 409 (witness)", []string{wit}, checkFloorSurvivesRestart},
+	{AckedWritesDurable, "every write a client saw acknowledged is in the final state with its value or a later write's (witness + final reads)", []string{wit, state}, checkAckedWritesDurable},
 }
 
 // ByName finds a checker.

@@ -23,6 +23,8 @@ func (s *Session) Chaos(ctx context.Context) error {
 		return s.phase("shutdown-leader", func() error { return s.deleteLeader(ctx) })
 	case scenario.Repeated:
 		return s.repeated(ctx)
+	case scenario.SinkCrash:
+		return s.phase("partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx) })
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Finish stops the writers and the recorders and fills the history. It
@@ -88,7 +89,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	if err != nil {
 		s.Hist.MissingEvidence(history.EvidenceSink, err.Error())
 		s.Hist.MissingEvidence(history.EvidenceFinalState, "no sink history to read the records of")
-	} else if recs, err := s.dep.Sink().Records(ctx, putKeys(as)); err != nil {
+	} else if recs, err := s.dep.Sink().Records(ctx, putKeys(as, s.Hist.Witness)); err != nil {
 		note(err)
 		s.Hist.MissingEvidence(history.EvidenceFinalState, err.Error())
 	} else {
@@ -101,14 +102,28 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	return s.Hist, errors.Join(errs...)
 }
 
-// putKeys are the record keys the history wrote, sorted.
-func putKeys(as []contract.Attempt) []string {
+// putKeys are the record keys the sink's history or the witness saw
+// written, sorted: after a sink restart the sink's history covers its
+// last instance only, and every key a client wrote must be read.
+func putKeys(as []contract.Attempt, w *record.History) []string {
 	seen := map[string]bool{}
 	var out []string
+	add := func(k string) {
+		if k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
 	for _, a := range as {
-		if a.Op == contract.OpPut && a.Key != "" && !seen[a.Key] {
-			seen[a.Key] = true
-			out = append(out, a.Key)
+		if a.Op == contract.OpPut {
+			add(a.Key)
+		}
+	}
+	if w != nil {
+		for _, o := range w.Operations {
+			if o.Method == "PUT" {
+				add(o.Key)
+			}
 		}
 	}
 	sort.Strings(out)

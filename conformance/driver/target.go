@@ -64,6 +64,15 @@ type Deployment interface {
 	// returns when the new ones are ready and the old ones gone. The
 	// window names leader, the pod whose replacement is the takeover.
 	RollingRestart(ctx context.Context, leader string) (history.ChaosWindow, error)
+	// CrashSink SIGKILLs the sink process, its data kept (the same volume
+	// or data dir), and returns once the restarted sink answers; the
+	// window's Injected is taken just before the kill.
+	CrashSink(ctx context.Context) (history.ChaosWindow, error)
+	// WitnessAdmin POSTs req as JSON to path on the witness's admin
+	// listener and decodes the answer into resp. A target whose sink
+	// requires a writer token sets it as the Authorization of a
+	// *record.ProbeRequest before sending it.
+	WitnessAdmin(ctx context.Context, path string, req, resp any) error
 	// Status is pod's /status document.
 	Status(ctx context.Context, pod string) (json.RawMessage, error)
 	// StopReconcilers stops every reconciler (SIGTERM) and returns once

@@ -55,7 +55,7 @@ func MeasureWaits(r *history.Run) []Waits {
 		t.Unavoidable += settle // the first leader's commits
 		for _, w := range s.Chaos {
 			switch w.Kind {
-			case history.ChaosPartition:
+			case history.ChaosPartition, history.ChaosSinkCrash:
 				t.Unavoidable += w.Recovered.Sub(w.Injected)
 			default: // pod-delete, rolling-restart: the successor waits out the lease
 				t.Unavoidable += s.Config.LeaseDuration.D()

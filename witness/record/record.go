@@ -70,7 +70,14 @@ type Operation struct {
 	AnswerLen int64 `json:"answer_len,omitempty"`
 	// Error says why an Info operation has no definite answer.
 	Error string `json:"error,omitempty"`
+	// Harness names traffic the harness itself sent through the witness
+	// (HarnessProbe), "" for a client's request: checks that judge the
+	// clients (who sent what, when they stopped) leave it out.
+	Harness string `json:"harness,omitempty"`
 }
+
+// HarnessProbe marks the harness's probe write after a sink restart.
+const HarnessProbe = "probe"
 
 // EpochValid reports whether the request carried a well-formed epoch.
 func (o Operation) EpochValid() bool { return o.EpochHeader != "" && o.EpochError == "" }

@@ -1,0 +1,44 @@
+package record
+
+// The witness's admin requests of the sink-crash nemesis (POST
+// /v1/witness/gate and /v1/witness/probe, see witness/crash.go), here so
+// the harness's driver speaks them without importing the proxy.
+
+// Admin paths of the nemesis (on the witness's admin listener).
+const (
+	// PathGate: POST GateRequest, answers GateState.
+	PathGate = "/v1/witness/gate"
+	// PathProbe: POST ProbeRequest; the witness sends the write upstream
+	// past the gate, records it as harness traffic (Harness set to
+	// HarnessProbe), and answers the recorded Operation (200 whatever the
+	// sink said).
+	PathProbe = "/v1/witness/probe"
+)
+
+// GateRequest closes (with a reason the refused operations carry) or opens
+// the gate that refuses client requests while the harness restarts the sink.
+type GateRequest struct {
+	Closed bool   `json:"closed"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// GateState is the gate after a GateRequest.
+type GateState struct {
+	Closed bool `json:"closed"`
+	// Refused counts the client requests refused since the witness started.
+	Refused uint64 `json:"refused"`
+}
+
+// ProbeRequest is one write the harness sends through the witness.
+type ProbeRequest struct {
+	Key            string `json:"key"`
+	Value          string `json:"value"`
+	Epoch          uint64 `json:"epoch"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Authorization, if set, is sent upstream as the Authorization header
+	// (the sink's writer token: "Bearer <token>"). It travels in the body
+	// because an apiserver's service proxy, the admin port's way in on a
+	// cluster, consumes the Authorization header itself. It is never
+	// recorded.
+	Authorization string `json:"authorization,omitempty"`
+}
