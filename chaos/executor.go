@@ -103,8 +103,26 @@ func (o *objects) get(ctx context.Context, ns, name string) (*v1alpha1.NetworkCh
 	if err != nil {
 		return nil, err
 	}
+	if r := Refused(u); r != "" {
+		return nil, &RefusedError{Reason: r}
+	}
 	return FromUnstructured(u)
 }
+
+// RefusedField is where the built-in agent writes why it refused an
+// object (status.refused; agent.RefusedField).
+const RefusedField = "refused"
+
+// Refused returns the reason an agent refused u ("" if it did not).
+func Refused(u *unstructured.Unstructured) string {
+	r, _, _ := unstructured.NestedString(u.Object, "status", RefusedField)
+	return r
+}
+
+// RefusedError is an object the agent refused to apply.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return "refused by the chaos agent: " + e.Reason }
 
 // selectedPods resolves nc's selector now, so Inject knows which pods must
 // report injected and fails fast when none match.
@@ -222,6 +240,10 @@ func (o *objects) wait(ctx context.Context, ns, name string, pods []string, reco
 		nc, err := o.get(ctx, ns, name)
 		if apierrors.IsNotFound(err) {
 			return w, errors.New("the object was deleted")
+		}
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return w, err
 		}
 		if err == nil {
 			var done bool

@@ -97,13 +97,30 @@ func Validate(nc *v1alpha1.NetworkChaos) error {
 	if s.RemoteCluster != "" {
 		return errors.New("spec.remoteCluster not supported")
 	}
-	if _, err := Targets(nc); err != nil {
+	ts, err := Targets(nc)
+	if err != nil {
 		return err
 	}
-	if _, err := Ports(nc); err != nil {
+	if len(nc.Spec.ExternalTargets) > MaxTargets {
+		return fmt.Errorf("%d externalTargets: at most %d", len(nc.Spec.ExternalTargets), MaxTargets)
+	}
+	for _, p := range ts {
+		if err := CheckPrefix(p); err != nil {
+			return err
+		}
+	}
+	ports, err := Ports(nc)
+	if err != nil {
 		return err
 	}
-	if _, err := Duration(nc); err != nil {
+	if len(ports) > MaxPorts {
+		return fmt.Errorf("annotation %s: %d ports, at most %d", PortsAnnotation, len(ports), MaxPorts)
+	}
+	d, err := Duration(nc)
+	if err != nil {
+		return err
+	}
+	if err := CheckDuration(d); err != nil {
 		return err
 	}
 	switch s.Mode {
@@ -142,6 +159,9 @@ func ParseTarget(t string) (netip.Prefix, error) {
 		p, err := netip.ParsePrefix(t)
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("externalTarget %q: %v", t, err)
+		}
+		if p.Addr().Is4In6() { // ::ffff:0.0.0.0/97 is 0.0.0.0/1: judge it as IPv4
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
 		}
 		return p.Masked(), nil
 	}
@@ -298,26 +318,61 @@ type Want struct {
 	PodIP  string
 	Routes []Route
 	Chaos  []string // "namespace/name" of the NetworkChaos objects asking for it
+	Parts  []Part   // each object's routes and deadline, for the node ledger
 }
 
-// Problem is a NetworkChaos the agent cannot apply, to report in its status.
+// Problem is a chaos object the agent refuses, with the reason to write in
+// its status.
 type Problem struct {
 	Chaos string
 	Err   error
 }
 
+// NetworkFingerprint is Fingerprint for a NetworkChaos.
+func NetworkFingerprint(nc *v1alpha1.NetworkChaos) string {
+	return Fingerprint(nc.Spec, nc.Annotations, PortsAnnotation)
+}
+
+// ErrEdited is the reason an object edited after its injection is refused.
+var ErrEdited = errors.New("spec changed after injection: refused (a chaos object is immutable once injected); its cut heals now")
+
+// EffectiveActive is Active with the node ledger's memory: an object
+// edited after its injection is inactive, and the deadline recorded at
+// injection bounds the computed one.
+func EffectiveActive(nc *v1alpha1.NetworkChaos, now time.Time, injected map[string]Injection) (bool, time.Time) {
+	if !Active(nc, now) {
+		return false, time.Time{}
+	}
+	end, _ := Deadline(nc)
+	inj, ok := injected[string(nc.UID)]
+	if ok && inj.Fingerprint != NetworkFingerprint(nc) {
+		return false, time.Time{}
+	}
+	end = EffectiveDeadline(end, inj, ok)
+	return now.Before(end), end
+}
+
 // Desired computes, for the pods on node, the routes every active
-// NetworkChaos asks for. Several objects on one pod are merged.
-func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time) (map[string]*Want, []Problem) {
+// NetworkChaos within scope asks for. Several objects on one pod are
+// merged. injected is the node ledger's memory of first injections.
+func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time, scope Scope, injected map[string]Injection) (map[string]*Want, []Problem) {
 	want := map[string]*Want{}
 	var problems []Problem
 	for _, nc := range ncs {
-		if !Active(nc, now) {
+		if nc.DeletionTimestamp != nil {
 			continue
 		}
 		key := nc.Namespace + "/" + nc.Name
-		if err := Validate(nc); err != nil {
+		if err := scope.CheckScope(nc); err != nil {
 			problems = append(problems, Problem{Chaos: key, Err: err})
+			continue
+		}
+		if inj, ok := injected[string(nc.UID)]; ok && inj.Fingerprint != NetworkFingerprint(nc) {
+			problems = append(problems, Problem{Chaos: key, Err: ErrEdited})
+			continue
+		}
+		active, end := EffectiveActive(nc, now, injected)
+		if !active {
 			continue
 		}
 		routes, _ := Routes(nc)
@@ -326,6 +381,7 @@ func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now t
 			problems = append(problems, Problem{Chaos: key, Err: err})
 			continue
 		}
+		part := Part{Chaos: key, UID: string(nc.UID), Fingerprint: NetworkFingerprint(nc), Deadline: end, Routes: routes}
 		for i := range sel {
 			p := &sel[i]
 			if p.Spec.NodeName != node || p.Spec.HostNetwork || p.Status.PodIP == "" {
@@ -338,6 +394,7 @@ func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now t
 			}
 			w.Chaos = append(w.Chaos, key)
 			w.Routes = MergeRoutes(w.Routes, routes)
+			w.Parts = append(w.Parts, part)
 		}
 	}
 	return want, problems
