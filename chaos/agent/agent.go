@@ -55,6 +55,8 @@ type Agent struct {
 	Scope plan.Scope
 	// Ledger is the node ledger; the heal loop needs nothing else.
 	Ledger *Ledger
+	// Freezer freezes and thaws containers for PodPause (nil: no pauses).
+	Freezer Freezer
 	// StatusTimeout bounds each status request (default 5s).
 	StatusTimeout time.Duration
 
@@ -158,7 +160,7 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 		key := nc.Namespace + "/" + nc.Name
 		if perr := problemOf[key]; perr != nil {
 			reason := perr.Error()
-			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, nc, reason) })
+			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, GVR, nc.Namespace, nc.Name, reason) })
 		}
 		active, _ := plan.EffectiveActive(nc, now, injected)
 		active = active && problemOf[key] == nil
@@ -205,11 +207,7 @@ func (a *Agent) reconcileNode(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) (
 		wanted[path] = true
 		// The ledger first: whatever is installed, the heal loop knows of.
 		led.Entries[path] = plan.Entry{Path: path, Parts: w.Parts}
-		for _, p := range w.Parts {
-			if _, ok := led.Injected[p.UID]; !ok {
-				led.Injected[p.UID] = plan.Injection{Fingerprint: p.Fingerprint, Deadline: p.Deadline}
-			}
-		}
+		remember(led, plan.KindRoutes, w.Parts)
 		if err := a.saveLedger(led); err != nil {
 			results[k] = outcome{err: err, path: path}
 			continue // no record, no rule
@@ -240,13 +238,13 @@ func (a *Agent) reconcileNode(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) (
 	for _, nc := range ncs {
 		uids[string(nc.UID)] = true
 	}
-	for path := range led.Entries {
-		if _, failed := have[path]; !wanted[path] && (!failed || healErr == nil) {
+	for path, e := range led.Entries {
+		if _, failed := have[path]; e.Kind == plan.KindRoutes && !wanted[path] && (!failed || healErr == nil) {
 			delete(led.Entries, path)
 		}
 	}
-	for uid := range led.Injected {
-		if !uids[uid] {
+	for uid, inj := range led.Injected {
+		if inj.Kind == plan.KindRoutes && !uids[uid] {
 			delete(led.Injected, uid)
 		}
 	}
@@ -258,6 +256,15 @@ func (a *Agent) reconcileNode(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) (
 		a.ready.Store(true)
 	}
 	return results, healedAll, want, problems, led.Injected, healErr
+}
+
+// remember records the first injection of each part's object.
+func remember(led LedgerState, kind string, parts []plan.Part) {
+	for _, p := range parts {
+		if _, ok := led.Injected[p.UID]; !ok {
+			led.Injected[p.UID] = plan.Injection{Kind: kind, Fingerprint: p.Fingerprint, Deadline: p.Deadline}
+		}
+	}
 }
 
 func (a *Agent) loadLedger() (LedgerState, error) {
@@ -307,11 +314,20 @@ func (a *Agent) HealExpired() (time.Time, error) {
 		if len(live) == len(e.Parts) {
 			continue
 		}
-		if err := a.NS.Sync(path, routes); err != nil && !gone(path) {
+		if e.Kind == plan.KindFreeze {
+			if len(live) == 0 {
+				if err := a.thaw(path); err != nil {
+					errs = append(errs, fmt.Errorf("thaw %s at its deadline: %w", path, err))
+					continue
+				}
+				a.log("heal loop: thawed %s at its deadline", path)
+			}
+		} else if err := a.NS.Sync(path, routes); err != nil && !gone(path) {
 			errs = append(errs, fmt.Errorf("heal %s at its deadline: %w", path, err))
 			continue
+		} else {
+			a.log("heal loop: %s now %v (deadline passed for %d of %d)", path, routes, len(e.Parts)-len(live), len(e.Parts))
 		}
-		a.log("heal loop: %s now %v (deadline passed for %d of %d)", path, routes, len(e.Parts)-len(live), len(e.Parts))
 		changed = true
 		if len(live) == 0 {
 			delete(led.Entries, path)
@@ -351,7 +367,7 @@ func (a *Agent) HealOrphans() error {
 		errs = append(errs, err)
 	}
 	for path, rs := range have {
-		if _, ok := led.Entries[path]; ok {
+		if e, ok := led.Entries[path]; ok && e.Kind == plan.KindRoutes {
 			continue
 		}
 		if err := a.NS.Sync(path, nil); err != nil {
@@ -367,9 +383,9 @@ func (a *Agent) HealOrphans() error {
 const RefusedField = "refused"
 
 // writeRefused records why nc is refused (status.refused), once.
-func (a *Agent) writeRefused(ctx context.Context, nc *v1alpha1.NetworkChaos, reason string) error {
+func (a *Agent) writeRefused(ctx context.Context, gvr schema.GroupVersionResource, ns, name, reason string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := a.Dyn.Resource(GVR).Namespace(nc.Namespace).Get(ctx, nc.Name, metav1.GetOptions{})
+		u, err := a.Dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -379,9 +395,9 @@ func (a *Agent) writeRefused(ctx context.Context, nc *v1alpha1.NetworkChaos, rea
 		if err := unstructured.SetNestedField(u.Object, reason, "status", RefusedField); err != nil {
 			return err
 		}
-		_, err = a.Dyn.Resource(GVR).Namespace(nc.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		_, err = a.Dyn.Resource(gvr).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		if err == nil {
-			a.log("refused %s/%s: %s", nc.Namespace, nc.Name, reason)
+			a.log("refused %s %s/%s: %s", gvr.Resource, ns, name, reason)
 		}
 		return err
 	})
@@ -395,15 +411,39 @@ func sameRoutes(a, b []plan.Route) bool {
 // writeStatus records, for nc's pods on this node, what the reconcile did.
 func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods []corev1.Pod, podByKey map[string]*corev1.Pod,
 	results map[string]outcome, healedAll, refused, active bool, now time.Time) error {
+	sel, selErr := plan.SelectPods(nc, pods)
+	return a.writeRecords(ctx, recordsFor{
+		gvr: GVR, ns: nc.Namespace, name: nc.Name, cached: nc.Status, sel: sel, selErr: selErr,
+		applied: func(r outcome) string {
+			return fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
+		},
+		removed: "routes removed", gone: "pod deleted: its network namespace is gone",
+	}, podByKey, results, healedAll, refused, active, now)
+}
+
+// recordsFor is what writeRecords needs of one chaos object.
+type recordsFor struct {
+	gvr           schema.GroupVersionResource
+	ns, name      string
+	cached        v1alpha1.NetworkChaosStatus
+	sel           []corev1.Pod
+	selErr        error
+	applied       func(outcome) string
+	removed, gone string
+}
+
+// writeRecords records, for the object's pods on this node, what the
+// reconcile did (Chaos Mesh's records and conditions).
+func (a *Agent) writeRecords(ctx context.Context, o recordsFor, podByKey map[string]*corev1.Pod,
+	results map[string]outcome, healedAll, refused, active bool, now time.Time) error {
 	type mark func(*v1alpha1.NetworkChaosStatus) bool
 	var marks []mark
-
-	sel, selErr := plan.SelectPods(nc, pods)
+	selErr := o.selErr
 	if refused { // the reason is in status.refused; only recoveries are recorded
 		selErr = nil
 	}
-	for i := range sel {
-		p := &sel[i]
+	for i := range o.sel {
+		p := &o.sel[i]
 		if p.Spec.NodeName != a.Node {
 			continue
 		}
@@ -416,24 +456,22 @@ func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods
 		r, ok := results[pk]
 		switch {
 		case active && ok && r.ok:
-			msg := fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
+			msg := o.applied(r)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkInjected(s, pk, msg, r.at) })
 		case active && ok:
 			msg := fmt.Sprintf("node %s: %v", a.Node, r.err)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkFailed(s, pk, v1alpha1.Apply, msg, now) })
 		case !active && healedAll:
 			at := a.now()
-			msg := fmt.Sprintf("node %s: routes removed", a.Node)
+			msg := fmt.Sprintf("node %s: %s", a.Node, o.removed)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkRecovered(s, pk, msg, at) })
 		}
 	}
-	// Records of pods that no longer exist: their namespace (and routes) is gone.
-	for pk, pp := range plan.Progress(&nc.Status) {
+	// Records of pods that no longer exist: their namespace or cgroup is gone.
+	for pk, pp := range plan.Progress(&o.cached) {
 		if _, exists := podByKey[pk]; !exists && !pp.Injected.IsZero() && pp.Recovered.IsZero() {
 			pk := pk
-			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool {
-				return plan.MarkRecovered(s, pk, "pod deleted: its network namespace is gone", now)
-			})
+			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkRecovered(s, pk, o.gone, now) })
 		}
 	}
 	if len(marks) == 0 {
@@ -449,23 +487,24 @@ func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods
 		return changed
 	}
 	// Dry run on the cached copy: most reconciles change nothing.
-	cached := nc.Status.DeepCopy()
-	if !apply(cached) {
+	if !apply(o.cached.DeepCopy()) {
 		return nil
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := a.Dyn.Resource(GVR).Namespace(nc.Namespace).Get(ctx, nc.Name, metav1.GetOptions{})
+		u, err := a.Dyn.Resource(o.gvr).Namespace(o.ns).Get(ctx, o.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		cur, err := decode(u)
-		if err != nil {
-			return err
+		var cur v1alpha1.NetworkChaosStatus
+		if m, ok, _ := unstructured.NestedMap(u.Object, "status"); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cur); err != nil {
+				return fmt.Errorf("decode status of %s/%s: %w", o.ns, o.name, err)
+			}
 		}
-		if !apply(&cur.Status) {
+		if !apply(&cur) {
 			return nil
 		}
-		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cur.Status)
+		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cur)
 		if err != nil {
 			return err
 		}
@@ -475,7 +514,7 @@ func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods
 		if err := unstructured.SetNestedField(u.Object, st, "status"); err != nil {
 			return err
 		}
-		_, err = a.Dyn.Resource(GVR).Namespace(nc.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		_, err = a.Dyn.Resource(o.gvr).Namespace(o.ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -500,13 +539,23 @@ func (a *Agent) HealAll(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pods 
 			last = err
 		}
 	}
-	if last == nil {
-		led, err := a.loadLedger()
-		if err == nil {
-			led.Entries = map[string]plan.Entry{}
-			err = a.saveLedger(led)
-		}
+	if led, err := a.loadLedger(); err != nil {
 		last = err
+	} else {
+		for path, e := range led.Entries {
+			if e.Kind == plan.KindFreeze {
+				if err := a.thaw(path); err != nil {
+					last = err
+					continue
+				}
+			} else if last != nil {
+				continue
+			}
+			delete(led.Entries, path)
+		}
+		if err := a.saveLedger(led); err != nil {
+			last = err
+		}
 	}
 	a.mu.Unlock()
 	now := a.now()

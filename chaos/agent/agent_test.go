@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
@@ -89,7 +90,7 @@ type fixture struct {
 func newFixture(t *testing.T, ncs ...*v1alpha1.NetworkChaos) *fixture {
 	// Created through the resource (the tracker would guess the plural
 	// "networkchaoses" from the kind).
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "NetworkChaosList"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{GVR: "NetworkChaosList", plan.PauseGVR: "PodPauseList"})
 	for _, nc := range ncs {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nc)
 		if err != nil {
@@ -331,5 +332,86 @@ func TestEditAfterInjectionRefused(t *testing.T) {
 	}
 	if r := f.refused(t, "cut"); !strings.Contains(r, "spec changed after injection") {
 		t.Fatalf("refused %q", r)
+	}
+}
+
+// fakeFreezer: cgroup path → frozen.
+type fakeFreezer struct{ frozen map[string]bool }
+
+func (f *fakeFreezer) Find(podUID, id string) (string, error) { return "/cg/" + podUID + "/" + id, nil }
+func (f *fakeFreezer) Freeze(p string) error                  { f.frozen[p] = true; return nil }
+func (f *fakeFreezer) Thaw(p string) error                    { f.frozen[p] = false; return nil }
+
+func leaderPause(name string) *plan.PodPause {
+	return &plan.PodPause{
+		TypeMeta:   metav1.TypeMeta{APIVersion: plan.PauseGroupVersion.String(), Kind: plan.PauseKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "app", UID: "pp1", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: plan.PodPauseSpec{ContainerSelector: v1alpha1.ContainerSelector{PodSelector: v1alpha1.PodSelector{Mode: v1alpha1.OneMode,
+			Selector: v1alpha1.PodSelectorSpec{Pods: map[string][]string{"app": {"rec-0"}}}}}, Duration: str("12s")},
+	}
+}
+
+func runningPods() []corev1.Pod {
+	ps := pods()
+	for i := range ps {
+		ps[i].UID = types.UID("uid-" + ps[i].Name)
+		ps[i].Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "reconciler", ContainerID: "containerd://c-" + ps[i].Name,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	}
+	return ps
+}
+
+// A pause freezes at once, records its deadline in the ledger first, and
+// a restarted agent with no apiserver thaws at that deadline.
+func TestPauseFreezesThenThawsFromTheLedger(t *testing.T) {
+	f := newFixture(t)
+	pp := leaderPause("pause")
+	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(pp)
+	if _, err := f.dyn.Resource(plan.PauseGVR).Namespace("app").Create(context.Background(), &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fr := &fakeFreezer{frozen: map[string]bool{}}
+	f.a.Freezer = fr
+	next, err := f.a.ReconcilePauses(context.Background(), []*plan.PodPause{pp}, runningPods())
+	if err != nil || !next.Equal(t0.Add(13*time.Second)) {
+		t.Fatalf("next %v err %v", next, err)
+	}
+	path := "/cg/uid-rec-0/c-rec-0"
+	if !fr.frozen[path] || len(fr.frozen) != 1 {
+		t.Fatalf("frozen %v", fr.frozen)
+	}
+	led, _ := f.a.Ledger.Load()
+	if e := led.Entries[path]; e.Kind != plan.KindFreeze || !e.Parts[0].Deadline.Equal(t0.Add(13*time.Second)) {
+		t.Fatalf("ledger %+v", led.Entries)
+	}
+	got, _ := f.dyn.Resource(plan.PauseGVR).Namespace("app").Get(context.Background(), "pause", metav1.GetOptions{})
+	cur, _ := DecodePause(got)
+	if p := plan.Progress(&cur.Status)["app/rec-0"]; p == nil || p.Injected.IsZero() {
+		t.Fatalf("status %+v", cur.Status)
+	}
+	b := &Agent{Node: "n1", NS: f.ns, Now: f.clk.now, Logf: t.Logf, Ledger: f.a.Ledger, Freezer: fr}
+	f.clk.t = t0.Add(13*time.Second - time.Millisecond)
+	b.HealExpired()
+	if !fr.frozen[path] {
+		t.Fatal("thawed before the deadline")
+	}
+	f.clk.t = t0.Add(13 * time.Second)
+	if _, err := b.HealExpired(); err != nil || fr.frozen[path] {
+		t.Fatalf("not thawed at the deadline: %v %v", err, fr.frozen)
+	}
+}
+
+func TestPauseOutOfScopeRefused(t *testing.T) {
+	f := newFixture(t)
+	pp := leaderPause("dns")
+	pp.Spec.Selector.Pods = map[string][]string{"kube-system": {"coredns"}}
+	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(pp)
+	f.dyn.Resource(plan.PauseGVR).Namespace("app").Create(context.Background(), &unstructured.Unstructured{Object: u}, metav1.CreateOptions{})
+	fr := &fakeFreezer{frozen: map[string]bool{}}
+	f.a.Freezer = fr
+	f.a.ReconcilePauses(context.Background(), []*plan.PodPause{pp}, runningPods())
+	got, _ := f.dyn.Resource(plan.PauseGVR).Namespace("app").Get(context.Background(), "dns", metav1.GetOptions{})
+	if r, _, _ := unstructured.NestedString(got.Object, "status", RefusedField); !strings.Contains(r, "kube-system") || len(fr.frozen) != 0 {
+		t.Fatalf("refused %q frozen %v", r, fr.frozen)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -88,6 +89,8 @@ func (a *Agent) Run(ctx context.Context, kube kubernetes.Interface) error {
 	dynF := dynamicinformer.NewDynamicSharedInformerFactory(a.Dyn, 0)
 	ncInf := dynF.ForResource(GVR).Informer()
 	ncInf.AddEventHandler(h)
+	ppInf := dynF.ForResource(plan.PauseGVR).Informer()
+	ppInf.AddEventHandler(h)
 	podF := informers.NewSharedInformerFactory(kube, 0)
 	podInf := podF.Core().V1().Pods().Informer()
 	podInf.AddEventHandler(h)
@@ -107,8 +110,19 @@ func (a *Agent) Run(ctx context.Context, kube kubernetes.Interface) error {
 	dynF.Start(stop)
 	podF.Start(stop)
 	a.log("agent on node %s: heal loop running; waiting for caches", a.Node)
-	if !cache.WaitForCacheSync(ctx.Done(), ncInf.HasSynced, podInf.HasSynced, nsInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), ncInf.HasSynced, ppInf.HasSynced, podInf.HasSynced, nsInf.HasSynced) {
 		return ctx.Err()
+	}
+	pauses := func() []*plan.PodPause {
+		var pps []*plan.PodPause
+		for _, o := range ppInf.GetStore().List() {
+			if pp, err := DecodePause(o.(*unstructured.Unstructured)); err == nil {
+				pps = append(pps, pp)
+			} else {
+				a.log("%v", err)
+			}
+		}
+		return pps
 	}
 	lists := func() ([]*v1alpha1.NetworkChaos, []corev1.Pod) {
 		var ncs []*v1alpha1.NetworkChaos
@@ -134,6 +148,13 @@ func (a *Agent) Run(ctx context.Context, kube kubernetes.Interface) error {
 		next, err := a.Reconcile(ctx, ncs, pods)
 		if err != nil {
 			a.log("reconcile: %v", err)
+		}
+		nextPause, err := a.ReconcilePauses(ctx, pauses(), pods)
+		if err != nil {
+			a.log("reconcile pauses: %v", err)
+		}
+		if next.IsZero() || (!nextPause.IsZero() && nextPause.Before(next)) {
+			next = nextPause
 		}
 		timer.Reset(time.Hour)
 		if !next.IsZero() {

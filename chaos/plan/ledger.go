@@ -27,9 +27,17 @@ type Part struct {
 // Entry is the ledger record of one target on the node.
 type Entry struct {
 	// Path is the network namespace (or, for a pause, the cgroup directory).
-	Path  string `json:"path"`
+	Path string `json:"path"`
+	// Kind is KindRoutes or KindFreeze.
+	Kind  string `json:"kind,omitempty"`
 	Parts []Part `json:"parts"`
 }
+
+// Entry kinds: routes in a network namespace, or a frozen cgroup.
+const (
+	KindRoutes = ""
+	KindFreeze = "freeze"
+)
 
 // Live returns the routes of the parts whose deadline is after now, and
 // the earliest deadline still ahead (zero when none).
@@ -48,8 +56,9 @@ func (e Entry) Live(now time.Time) (routes []Route, next time.Time) {
 
 // Injection is what the ledger remembers of an object's first injection.
 type Injection struct {
-	Fingerprint string
-	Deadline    time.Time
+	Kind        string    `json:"kind,omitempty"`
+	Fingerprint string    `json:"fingerprint"`
+	Deadline    time.Time `json:"deadline"`
 }
 
 // Injections indexes the ledger's parts by object UID (the earliest
@@ -59,7 +68,7 @@ func Injections(entries []Entry) map[string]Injection {
 	for _, e := range entries {
 		for _, p := range e.Parts {
 			if cur, ok := out[p.UID]; !ok || p.Deadline.Before(cur.Deadline) {
-				out[p.UID] = Injection{Fingerprint: p.Fingerprint, Deadline: p.Deadline}
+				out[p.UID] = Injection{Kind: e.Kind, Fingerprint: p.Fingerprint, Deadline: p.Deadline}
 			}
 		}
 	}

@@ -174,16 +174,19 @@ func ParseTarget(t string) (netip.Prefix, error) {
 
 // Duration parses spec.duration; a partition without one would never heal,
 // so it is required.
-func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) {
-	if nc.Spec.Duration == nil || *nc.Spec.Duration == "" {
+func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) { return ParseDuration(nc.Spec.Duration) }
+
+// ParseDuration parses a chaos object's spec.duration (required, > 0).
+func ParseDuration(s *string) (time.Duration, error) {
+	if s == nil || *s == "" {
 		return 0, errors.New("spec.duration is required (the agent owns the deadline)")
 	}
-	d, err := time.ParseDuration(*nc.Spec.Duration)
+	d, err := time.ParseDuration(*s)
 	if err != nil {
-		return 0, fmt.Errorf("spec.duration %q: %v", *nc.Spec.Duration, err)
+		return 0, fmt.Errorf("spec.duration %q: %v", *s, err)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("spec.duration %q must be > 0", *nc.Spec.Duration)
+		return 0, fmt.Errorf("spec.duration %q must be > 0", *s)
 	}
 	return d, nil
 }
@@ -200,10 +203,15 @@ func Deadline(nc *v1alpha1.NetworkChaos) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if nc.CreationTimestamp.IsZero() {
+	return DeadlineFrom(nc.CreationTimestamp, d)
+}
+
+// DeadlineFrom is Deadline for any chaos object's creation and duration.
+func DeadlineFrom(created metav1.Time, d time.Duration) (time.Time, error) {
+	if created.IsZero() {
 		return time.Time{}, errors.New("object has no creationTimestamp")
 	}
-	return nc.CreationTimestamp.Truncate(time.Second).Add(time.Second + d), nil
+	return created.Truncate(time.Second).Add(time.Second + d), nil
 }
 
 // Active reports whether nc's routes should be in place at now.
@@ -248,10 +256,15 @@ func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // SelectPods returns the pods nc targets, sorted by key. Mode one and fixed
 // take the first pods by key, so every node's agent picks the same ones.
 func SelectPods(nc *v1alpha1.NetworkChaos, pods []corev1.Pod) ([]corev1.Pod, error) {
-	sel := nc.Spec.Selector
+	return SelectBy(nc.Namespace, nc.Spec.PodSelector, pods)
+}
+
+// SelectBy is SelectPods for any chaos object's selector.
+func SelectBy(objectNS string, ps v1alpha1.PodSelector, pods []corev1.Pod) ([]corev1.Pod, error) {
+	sel := ps.Selector
 	namespaces := sel.Namespaces
 	if len(namespaces) == 0 && len(sel.Pods) == 0 {
-		namespaces = []string{nc.Namespace}
+		namespaces = []string{objectNS}
 	}
 	ls := labels.SelectorFromSet(sel.LabelSelectors)
 	if len(sel.ExpressionSelectors) > 0 {
@@ -286,15 +299,15 @@ func SelectPods(nc *v1alpha1.NetworkChaos, pods []corev1.Pod) ([]corev1.Pod, err
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return PodKey(&out[i]) < PodKey(&out[j]) })
-	switch nc.Spec.Mode {
+	switch ps.Mode {
 	case v1alpha1.OneMode:
 		if len(out) > 1 {
 			out = out[:1]
 		}
 	case v1alpha1.FixedMode:
 		var n int
-		if _, err := fmt.Sscanf(nc.Spec.Value, "%d", &n); err != nil || n < 0 {
-			return nil, fmt.Errorf("mode fixed needs an integer value, got %q", nc.Spec.Value)
+		if _, err := fmt.Sscanf(ps.Value, "%d", &n); err != nil || n < 0 {
+			return nil, fmt.Errorf("mode fixed needs an integer value, got %q", ps.Value)
 		}
 		if len(out) > n {
 			out = out[:n]

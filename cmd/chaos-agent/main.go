@@ -30,10 +30,11 @@ func main() {
 	dir := fs.String("netns-dir", netrules.DefaultDir, "where the container runtime mounts pod network namespaces")
 	health := fs.String("health-addr", "127.0.0.1:9377", "address for /livez (the heal loop's progress) and /readyz (empty: none)")
 	ledger := fs.String("ledger-dir", agent.DefaultLedgerDir, "the node ledger's directory (a hostPath: deadlines survive the agent)")
+	cgroupRoot := fs.String("cgroup-root", "/sys/fs/cgroup", "the node's cgroup tree (PodPause freezes containers there)")
 	ownNS := fs.String("agent-namespace", os.Getenv("POD_NAMESPACE"), "the agent's own namespace, never a target (default $POD_NAMESPACE)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: chaos-agent [flags]\n\nApplies chaos-mesh.org/v1alpha1 NetworkChaos partitions to the pods on this node.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: chaos-agent [flags]\n\nApplies chaos-mesh.org/v1alpha1 NetworkChaos partitions and chaos.fencecheck.io/v1alpha1 PodPause freezes to the pods on this node.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -72,7 +73,7 @@ func main() {
 		log.Fatal("chaos-agent: --agent-namespace or $POD_NAMESPACE is required (it is never a target)")
 	}
 	a := &agent.Agent{Node: *node, NS: &agent.LinuxNamespaces{Dir: *dir}, Dyn: dyn, Logf: log.Printf,
-		Scope: plan.Scope{AgentNamespace: *ownNS}, Ledger: &agent.Ledger{Dir: *ledger}}
+		Scope: plan.Scope{AgentNamespace: *ownNS}, Ledger: &agent.Ledger{Dir: *ledger}, Freezer: &agent.CgroupFreezer{Root: *cgroupRoot}}
 	if *health != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
