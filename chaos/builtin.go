@@ -123,7 +123,7 @@ func (b *BuiltIn) Apply(ctx context.Context) error {
 		}
 		b.log("applied %s %s", u.GetKind(), u.GetName())
 		if u.GetKind() == "CustomResourceDefinition" {
-			if err := b.waitCRD(ctx); err != nil {
+			if err := b.waitCRD(ctx, u.GetName()); err != nil {
 				return err
 			}
 		}
@@ -131,9 +131,9 @@ func (b *BuiltIn) Apply(ctx context.Context) error {
 	return nil
 }
 
-func (b *BuiltIn) waitCRD(ctx context.Context) error {
-	return b.until(ctx, "CRD "+crdName+" established", func() (bool, string, error) {
-		crd, err := b.dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{})
+func (b *BuiltIn) waitCRD(ctx context.Context, name string) error {
+	return b.until(ctx, "CRD "+name+" established", func() (bool, string, error) {
+		crd, err := b.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}

@@ -63,7 +63,9 @@ func TestManifests(t *testing.T) {
 	}
 	kinds := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		kinds[o.GetKind()] = o
+		if o.GetKind() != "CustomResourceDefinition" || o.GetName() == crdName {
+			kinds[o.GetKind()] = o
+		}
 	}
 	for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"} {
 		if kinds[k] == nil {
@@ -92,11 +94,33 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	ds := kinds["DaemonSet"]
-	if hn, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostNetwork"); !hn {
-		t.Error("agent is not hostNetwork")
+	if hn, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostNetwork"); hn {
+		t.Error("agent is hostNetwork: it reaches pod namespaces through /var/run/netns")
 	}
 	cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
 	c := cs[0].(map[string]any)
+	if ape, found, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); !found || ape {
+		t.Error("allowPrivilegeEscalation is not false")
+	}
+	if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
+		t.Error("root filesystem not read-only")
+	}
+	if sp, _, _ := unstructured.NestedString(c, "securityContext", "seccompProfile", "type"); sp != "RuntimeDefault" {
+		t.Errorf("seccomp %q", sp)
+	}
+	if lp, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path"); lp != "/livez" {
+		t.Errorf("liveness probe %q, want the heal loop's /livez", lp)
+	}
+	vols, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "volumes")
+	ledger := false
+	for _, v := range vols {
+		if p, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); strings.HasPrefix(p, "/run/") {
+			ledger = true
+		}
+	}
+	if !ledger {
+		t.Error("no node ledger hostPath under /run")
+	}
 	add, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "add")
 	drop, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop")
 	if strings.Join(add, ",") != "NET_ADMIN,SYS_ADMIN" || strings.Join(drop, ",") != "ALL" {

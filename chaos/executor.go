@@ -103,33 +103,44 @@ func (o *objects) get(ctx context.Context, ns, name string) (*v1alpha1.NetworkCh
 	if err != nil {
 		return nil, err
 	}
+	if r := Refused(u); r != "" {
+		return nil, &RefusedError{Reason: r}
+	}
 	return FromUnstructured(u)
 }
+
+// RefusedField is where the built-in agent writes why it refused an
+// object (status.refused; agent.RefusedField).
+const RefusedField = "refused"
+
+// Refused returns the reason an agent refused u ("" if it did not).
+func Refused(u *unstructured.Unstructured) string {
+	r, _, _ := unstructured.NestedString(u.Object, "status", RefusedField)
+	return r
+}
+
+// RefusedError is an object the agent refused to apply.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return "refused by the chaos agent: " + e.Reason }
 
 // selectedPods resolves nc's selector now, so Inject knows which pods must
 // report injected and fails fast when none match.
 func (o *objects) selectedPods(ctx context.Context, nc *v1alpha1.NetworkChaos) ([]string, error) {
-	namespaces := nc.Spec.Selector.Namespaces
-	for ns := range nc.Spec.Selector.Pods {
-		namespaces = append(namespaces, ns)
-	}
-	if len(namespaces) == 0 {
-		namespaces = []string{nc.Namespace}
-	}
+	return o.selectedBy(ctx, nc.Namespace, nc.Spec.PodSelector)
+}
+
+// selectedBy is selectedPods for any chaos object's selector.
+func (o *objects) selectedBy(ctx context.Context, objectNS string, ps v1alpha1.PodSelector) ([]string, error) {
 	var pods []corev1.Pod
-	seen := map[string]bool{}
-	for _, ns := range namespaces {
-		if seen[ns] {
-			continue
-		}
-		seen[ns] = true
+	for _, ns := range plan.TargetNamespaces(objectNS, ps.Selector) {
 		l, err := o.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("list pods in %s: %w", ns, err)
 		}
 		pods = append(pods, l.Items...)
 	}
-	sel, err := plan.SelectPods(nc, pods)
+	sel, err := plan.SelectBy(objectNS, ps, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +189,7 @@ func (o *objects) Inject(ctx context.Context, nc *v1alpha1.NetworkChaos) (Window
 	}
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	w, err := o.wait(ctx, nc.Namespace, name, pods, false)
+	w, err := o.wait(ctx, GVR, nc.Namespace, name, pods, false)
 	if err != nil {
 		return w, fmt.Errorf("inject %s/%s: %w", nc.Namespace, name, err)
 	}
@@ -204,7 +215,7 @@ func (o *objects) WaitRecovered(ctx context.Context, ns, name string) (Window, e
 	for p := range plan.Progress(&nc.Status) {
 		pods = append(pods, p)
 	}
-	w, err := o.wait(ctx, ns, name, pods, true)
+	w, err := o.wait(ctx, GVR, ns, name, pods, true)
 	if err != nil {
 		return w, fmt.Errorf("wait recovered %s/%s: %w", ns, name, err)
 	}
@@ -212,21 +223,49 @@ func (o *objects) WaitRecovered(ctx context.Context, ns, name string) (Window, e
 	return w, nil
 }
 
+// chaosObject is what wait reads of any chaos kind: its status and the
+// targets to name in the window.
+type chaosObject struct {
+	Spec struct {
+		ExternalTargets []string `json:"externalTargets,omitempty"`
+	} `json:"spec"`
+	Status v1alpha1.NetworkChaosStatus `json:"status"`
+}
+
+func (o *objects) getObject(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*chaosObject, error) {
+	u, err := o.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if r := Refused(u); r != "" {
+		return nil, &RefusedError{Reason: r}
+	}
+	c := &chaosObject{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
+		return nil, fmt.Errorf("decode %s %s/%s: %w", gvr.Resource, ns, name, err)
+	}
+	return c, nil
+}
+
 // wait polls the status until every pod is injected (or recovered).
-func (o *objects) wait(ctx context.Context, ns, name string, pods []string, recovered bool) (Window, error) {
+func (o *objects) wait(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, pods []string, recovered bool) (Window, error) {
 	tick := time.NewTicker(o.poll)
 	defer tick.Stop()
 	w := Window{Name: name}
 	last := ""
 	for {
-		nc, err := o.get(ctx, ns, name)
+		c, err := o.getObject(ctx, gvr, ns, name)
 		if apierrors.IsNotFound(err) {
 			return w, errors.New("the object was deleted")
+		}
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return w, err
 		}
 		if err == nil {
 			var done bool
 			var state string
-			w, done, state, err = window(nc, pods, recovered)
+			w, done, state, err = window(name, c.Spec.ExternalTargets, &c.Status, pods, recovered)
 			if err != nil {
 				return w, err
 			}
@@ -234,7 +273,7 @@ func (o *objects) wait(ctx context.Context, ns, name string, pods []string, reco
 				return w, nil
 			}
 			if state != last {
-				o.log("NetworkChaos %s/%s: %s", ns, name, state)
+				o.log("%s %s/%s: %s", gvr.Resource, ns, name, state)
 				last = state
 			}
 		}
@@ -248,11 +287,11 @@ func (o *objects) wait(ctx context.Context, ns, name string, pods []string, reco
 
 // window reads nc's status for pods: done when all are injected (or all
 // recovered); an error when an executor reported a failure.
-func window(nc *v1alpha1.NetworkChaos, pods []string, recovered bool) (Window, bool, string, error) {
-	w := Window{Name: nc.Name, Targets: nc.Spec.ExternalTargets}
+func window(name string, targets []string, st *v1alpha1.NetworkChaosStatus, pods []string, recovered bool) (Window, bool, string, error) {
+	w := Window{Name: name, Targets: targets}
 	sort.Strings(pods)
 	w.Pod = strings.Join(pods, ",")
-	prog := plan.Progress(&nc.Status)
+	prog := plan.Progress(st)
 	done := len(pods) > 0
 	var states []string
 	for _, p := range pods {

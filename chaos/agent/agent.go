@@ -8,10 +8,13 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,12 +46,24 @@ type Namespaces interface {
 
 // Agent reconciles one node.
 type Agent struct {
-	Node  string
-	NS    Namespaces
-	Dyn   dynamic.Interface
-	Logf  func(format string, args ...any)
-	Now   func() time.Time
-	ready atomic.Bool
+	Node string
+	NS   Namespaces
+	Dyn  dynamic.Interface
+	Logf func(format string, args ...any)
+	Now  func() time.Time
+	// Scope says which namespaces may be targeted (plan.Scope).
+	Scope plan.Scope
+	// Ledger is the node ledger; the heal loop needs nothing else.
+	Ledger *Ledger
+	// Freezer freezes and thaws containers for PodPause (nil: no pauses).
+	Freezer Freezer
+	// StatusTimeout bounds each status request (default 5s).
+	StatusTimeout time.Duration
+
+	mu       sync.Mutex // the node's namespaces and the ledger
+	ready    atomic.Bool
+	lastHeal atomic.Int64 // unix nanoseconds of the heal loop's last round
+	statusQ  chan func(context.Context)
 }
 
 func (a *Agent) log(format string, args ...any) {
@@ -68,6 +83,41 @@ func (a *Agent) now() time.Time {
 // completed.
 func (a *Agent) Ready() bool { return a.ready.Load() }
 
+// LastHeal is when the heal loop last completed a round (zero: never).
+func (a *Agent) LastHeal() time.Time {
+	if n := a.lastHeal.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// status runs a status write with a deadline: on the worker goroutine when
+// Run started one (so no heal waits on the apiserver), else inline. A full
+// queue drops the write: status is recomputed from the objects on every
+// reconcile, so the next one writes it again.
+func (a *Agent) status(what string, write func(context.Context) error) {
+	run := func(ctx context.Context) {
+		timeout := a.StatusTimeout
+		if timeout <= 0 {
+			timeout = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := write(ctx); err != nil {
+			a.log("status of %s: %v", what, err)
+		}
+	}
+	if a.statusQ == nil {
+		run(context.Background())
+		return
+	}
+	select {
+	case a.statusQ <- run:
+	default:
+		a.log("status of %s: queue full, written on a later reconcile", what)
+	}
+}
+
 // outcome is what happened to one pod in a reconcile.
 type outcome struct {
 	ok   bool
@@ -78,10 +128,58 @@ type outcome struct {
 
 // Reconcile brings the node to the desired state for ncs and pods at now,
 // writes the objects' status and returns the next deadline to wake up at
-// (zero if none).
+// (zero if none). It must only run on synced caches: what it does not see
+// it heals.
 func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) (time.Time, error) {
+	a.mu.Lock()
+	results, healedAll, want, problems, injected, err := a.reconcileNode(ncs, pods)
+	a.mu.Unlock()
 	now := a.now()
-	want, problems := plan.Desired(ncs, pods, a.Node, now)
+
+	podByKey := map[string]*corev1.Pod{}
+	for i := range pods {
+		podByKey[plan.PodKey(&pods[i])] = &pods[i]
+	}
+	problemOf := map[string]error{}
+	for _, p := range problems {
+		problemOf[p.Chaos] = p.Err
+	}
+	var next time.Time
+	for _, w := range want {
+		for _, p := range w.Parts {
+			if next.IsZero() || p.Deadline.Before(next) {
+				next = p.Deadline
+			}
+		}
+	}
+	for _, nc := range ncs {
+		if nc.DeletionTimestamp != nil {
+			continue
+		}
+		nc := nc
+		key := nc.Namespace + "/" + nc.Name
+		if perr := problemOf[key]; perr != nil {
+			reason := perr.Error()
+			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, GVR, nc.Namespace, nc.Name, reason) })
+		}
+		active, _ := plan.EffectiveActive(nc, now, injected)
+		active = active && problemOf[key] == nil
+		a.status(key, func(ctx context.Context) error {
+			return a.writeStatus(ctx, nc, pods, podByKey, results, healedAll, problemOf[key] != nil, active, now)
+		})
+	}
+	return next, err
+}
+
+// reconcileNode is Reconcile's node side, under a.mu: ledger first, then
+// the rules.
+func (a *Agent) reconcileNode(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) (map[string]outcome, bool, map[string]*plan.Want, []plan.Problem, map[string]plan.Injection, error) {
+	now := a.now()
+	led, lerr := a.loadLedger()
+	if lerr != nil {
+		a.log("%v", lerr)
+	}
+	want, problems := plan.Desired(ncs, pods, a.Node, now, a.Scope, led.Injected)
 	have, scanErr := a.NS.Tagged()
 	if scanErr != nil {
 		a.log("scan: %v", scanErr) // partial scans still heal what they found
@@ -107,6 +205,13 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 			continue
 		}
 		wanted[path] = true
+		// The ledger first: whatever is installed, the heal loop knows of.
+		led.Entries[path] = plan.Entry{Path: path, Parts: w.Parts}
+		remember(led, plan.KindRoutes, w.Parts)
+		if err := a.saveLedger(led); err != nil {
+			results[k] = outcome{err: err, path: path}
+			continue // no record, no rule
+		}
 		if err := a.NS.Sync(path, w.Routes); err != nil {
 			results[k] = outcome{err: err, path: path}
 			continue
@@ -116,7 +221,6 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 			a.log("pod %s (%s): routes now %v for %s", k, path, w.Routes, strings.Join(w.Chaos, ","))
 		}
 	}
-	healed := map[string]time.Time{}
 	var healErr error
 	for path, rs := range have {
 		if wanted[path] {
@@ -127,37 +231,176 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 			a.log("heal %s: %v", path, err)
 			continue
 		}
-		healed[path] = a.now()
 		a.log("healed %s (removed %v)", path, rs)
 	}
-
-	podByKey := map[string]*corev1.Pod{}
-	for i := range pods {
-		podByKey[plan.PodKey(&pods[i])] = &pods[i]
-	}
-	problemOf := map[string]error{}
-	for _, p := range problems {
-		problemOf[p.Chaos] = p.Err
-	}
-	var next time.Time
+	// Forget what is healed, and the objects that are gone.
+	uids := map[string]bool{}
 	for _, nc := range ncs {
-		if nc.DeletionTimestamp != nil {
-			continue
-		}
-		if end, err := plan.Deadline(nc); err == nil && end.After(now) && (next.IsZero() || end.Before(next)) {
-			next = end
-		}
-		if err := a.writeStatus(ctx, nc, pods, podByKey, results, healErr == nil && scanErr == nil, problemOf, now); err != nil {
-			a.log("status of %s/%s: %v", nc.Namespace, nc.Name, err)
+		uids[string(nc.UID)] = true
+	}
+	for path, e := range led.Entries {
+		if _, failed := have[path]; e.Kind == plan.KindRoutes && !wanted[path] && (!failed || healErr == nil) {
+			delete(led.Entries, path)
 		}
 	}
-	if scanErr == nil && healErr == nil {
+	for uid, inj := range led.Injected {
+		if inj.Kind == plan.KindRoutes && !uids[uid] {
+			delete(led.Injected, uid)
+		}
+	}
+	if err := a.saveLedger(led); err != nil {
+		a.log("%v", err)
+	}
+	healedAll := healErr == nil && scanErr == nil
+	if healedAll {
 		a.ready.Store(true)
 	}
-	if healErr != nil {
-		return next, healErr
+	return results, healedAll, want, problems, led.Injected, healErr
+}
+
+// remember records the first injection of each part's object.
+func remember(led LedgerState, kind string, parts []plan.Part) {
+	for _, p := range parts {
+		if _, ok := led.Injected[p.UID]; !ok {
+			led.Injected[p.UID] = plan.Injection{Kind: kind, Fingerprint: p.Fingerprint, Deadline: p.Deadline}
+		}
 	}
-	return next, nil
+}
+
+func (a *Agent) loadLedger() (LedgerState, error) {
+	if a.Ledger == nil {
+		return LedgerState{Entries: map[string]plan.Entry{}, Injected: map[string]plan.Injection{}}, nil
+	}
+	return a.Ledger.Load()
+}
+
+func (a *Agent) saveLedger(st LedgerState) error {
+	if a.Ledger == nil {
+		return nil
+	}
+	return a.Ledger.Save(st)
+}
+
+// HealExpired is one round of the heal loop: from the ledger and the clock
+// alone, it removes every part whose deadline has passed, and returns the
+// next deadline (zero if none). It needs no apiserver.
+func (a *Agent) HealExpired() (time.Time, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.lastHeal.Store(a.now().UnixNano())
+	if a.Ledger == nil {
+		return time.Time{}, nil
+	}
+	led, err := a.Ledger.Load()
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := a.now()
+	var next time.Time
+	var errs []error
+	changed := false
+	for _, path := range led.Paths() {
+		e := led.Entries[path]
+		routes, n := e.Live(now)
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+		var live []plan.Part
+		for _, p := range e.Parts {
+			if now.Before(p.Deadline) {
+				live = append(live, p)
+			}
+		}
+		if len(live) == len(e.Parts) {
+			continue
+		}
+		if e.Kind == plan.KindFreeze {
+			if len(live) == 0 {
+				if err := a.thaw(path); err != nil {
+					errs = append(errs, fmt.Errorf("thaw %s at its deadline: %w", path, err))
+					continue
+				}
+				a.log("heal loop: thawed %s at its deadline", path)
+			}
+		} else if err := a.NS.Sync(path, routes); err != nil && !gone(path) {
+			errs = append(errs, fmt.Errorf("heal %s at its deadline: %w", path, err))
+			continue
+		} else {
+			a.log("heal loop: %s now %v (deadline passed for %d of %d)", path, routes, len(e.Parts)-len(live), len(e.Parts))
+		}
+		changed = true
+		if len(live) == 0 {
+			delete(led.Entries, path)
+		} else {
+			e.Parts = live
+			led.Entries[path] = e
+		}
+	}
+	if changed {
+		if err := a.Ledger.Save(led); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return next, errors.Join(errs...)
+}
+
+// gone reports whether a target path no longer exists (its pod is gone,
+// and its rules with it).
+func gone(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// HealOrphans removes tagged rules the ledger does not know of (the ledger
+// is written before a rule is installed, so these can only be an older
+// agent's). It runs at start, before the caches sync.
+func (a *Agent) HealOrphans() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	led, err := a.loadLedger()
+	if err != nil {
+		return err
+	}
+	have, err := a.NS.Tagged()
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for path, rs := range have {
+		if e, ok := led.Entries[path]; ok && e.Kind == plan.KindRoutes {
+			continue
+		}
+		if err := a.NS.Sync(path, nil); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.log("removed orphan rules in %s: %v", path, rs)
+	}
+	return errors.Join(errs...)
+}
+
+// RefusedField is where a refused object's reason goes in its status.
+const RefusedField = "refused"
+
+// writeRefused records why nc is refused (status.refused), once.
+func (a *Agent) writeRefused(ctx context.Context, gvr schema.GroupVersionResource, ns, name, reason string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := a.Dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur, _, _ := unstructured.NestedString(u.Object, "status", RefusedField); cur == reason {
+			return nil
+		}
+		if err := unstructured.SetNestedField(u.Object, reason, "status", RefusedField); err != nil {
+			return err
+		}
+		_, err = a.Dyn.Resource(gvr).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		if err == nil {
+			a.log("refused %s %s/%s: %s", gvr.Resource, ns, name, reason)
+		}
+		return err
+	})
 }
 
 func sameRoutes(a, b []plan.Route) bool {
@@ -167,18 +410,40 @@ func sameRoutes(a, b []plan.Route) bool {
 
 // writeStatus records, for nc's pods on this node, what the reconcile did.
 func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods []corev1.Pod, podByKey map[string]*corev1.Pod,
-	results map[string]outcome, healedAll bool, problemOf map[string]error, now time.Time) error {
-	key := nc.Namespace + "/" + nc.Name
-	active := plan.Active(nc, now)
+	results map[string]outcome, healedAll, refused, active bool, now time.Time) error {
+	sel, selErr := plan.SelectPods(nc, pods)
+	return a.writeRecords(ctx, recordsFor{
+		gvr: GVR, ns: nc.Namespace, name: nc.Name, cached: nc.Status, sel: sel, selErr: selErr,
+		applied: func(r outcome) string {
+			return fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
+		},
+		removed: "routes removed", gone: "pod deleted: its network namespace is gone",
+	}, podByKey, results, healedAll, refused, active, now)
+}
+
+// recordsFor is what writeRecords needs of one chaos object.
+type recordsFor struct {
+	gvr           schema.GroupVersionResource
+	ns, name      string
+	cached        v1alpha1.NetworkChaosStatus
+	sel           []corev1.Pod
+	selErr        error
+	applied       func(outcome) string
+	removed, gone string
+}
+
+// writeRecords records, for the object's pods on this node, what the
+// reconcile did (Chaos Mesh's records and conditions).
+func (a *Agent) writeRecords(ctx context.Context, o recordsFor, podByKey map[string]*corev1.Pod,
+	results map[string]outcome, healedAll, refused, active bool, now time.Time) error {
 	type mark func(*v1alpha1.NetworkChaosStatus) bool
 	var marks []mark
-
-	sel, selErr := plan.SelectPods(nc, pods)
-	if err := problemOf[key]; err != nil {
-		selErr = err
+	selErr := o.selErr
+	if refused { // the reason is in status.refused; only recoveries are recorded
+		selErr = nil
 	}
-	for i := range sel {
-		p := &sel[i]
+	for i := range o.sel {
+		p := &o.sel[i]
 		if p.Spec.NodeName != a.Node {
 			continue
 		}
@@ -191,24 +456,22 @@ func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods
 		r, ok := results[pk]
 		switch {
 		case active && ok && r.ok:
-			msg := fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
+			msg := o.applied(r)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkInjected(s, pk, msg, r.at) })
 		case active && ok:
 			msg := fmt.Sprintf("node %s: %v", a.Node, r.err)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkFailed(s, pk, v1alpha1.Apply, msg, now) })
 		case !active && healedAll:
 			at := a.now()
-			msg := fmt.Sprintf("node %s: routes removed", a.Node)
+			msg := fmt.Sprintf("node %s: %s", a.Node, o.removed)
 			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkRecovered(s, pk, msg, at) })
 		}
 	}
-	// Records of pods that no longer exist: their namespace (and routes) is gone.
-	for pk, pp := range plan.Progress(&nc.Status) {
+	// Records of pods that no longer exist: their namespace or cgroup is gone.
+	for pk, pp := range plan.Progress(&o.cached) {
 		if _, exists := podByKey[pk]; !exists && !pp.Injected.IsZero() && pp.Recovered.IsZero() {
 			pk := pk
-			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool {
-				return plan.MarkRecovered(s, pk, "pod deleted: its network namespace is gone", now)
-			})
+			marks = append(marks, func(s *v1alpha1.NetworkChaosStatus) bool { return plan.MarkRecovered(s, pk, o.gone, now) })
 		}
 	}
 	if len(marks) == 0 {
@@ -224,30 +487,34 @@ func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods
 		return changed
 	}
 	// Dry run on the cached copy: most reconciles change nothing.
-	cached := nc.Status.DeepCopy()
-	if !apply(cached) {
+	if !apply(o.cached.DeepCopy()) {
 		return nil
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := a.Dyn.Resource(GVR).Namespace(nc.Namespace).Get(ctx, nc.Name, metav1.GetOptions{})
+		u, err := a.Dyn.Resource(o.gvr).Namespace(o.ns).Get(ctx, o.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		cur, err := decode(u)
-		if err != nil {
-			return err
+		var cur v1alpha1.NetworkChaosStatus
+		if m, ok, _ := unstructured.NestedMap(u.Object, "status"); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cur); err != nil {
+				return fmt.Errorf("decode status of %s/%s: %w", o.ns, o.name, err)
+			}
 		}
-		if !apply(&cur.Status) {
+		if !apply(&cur) {
 			return nil
 		}
-		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cur.Status)
+		st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cur)
 		if err != nil {
 			return err
+		}
+		if r, ok, _ := unstructured.NestedString(u.Object, "status", RefusedField); ok {
+			st[RefusedField] = r // not a field of Chaos Mesh's status type
 		}
 		if err := unstructured.SetNestedField(u.Object, st, "status"); err != nil {
 			return err
 		}
-		_, err = a.Dyn.Resource(GVR).Namespace(nc.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		_, err = a.Dyn.Resource(o.gvr).Namespace(o.ns).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -264,6 +531,7 @@ func decode(u *unstructured.Unstructured) (*v1alpha1.NetworkChaos, error) {
 // agent that is not running cannot keep a deadline, so it leaves nothing
 // behind) and records the recovery in the status of the objects involved.
 func (a *Agent) HealAll(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod) error {
+	a.mu.Lock()
 	have, err := a.NS.Tagged()
 	var last error = err
 	for path := range have {
@@ -271,6 +539,25 @@ func (a *Agent) HealAll(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pods 
 			last = err
 		}
 	}
+	if led, err := a.loadLedger(); err != nil {
+		last = err
+	} else {
+		for path, e := range led.Entries {
+			if e.Kind == plan.KindFreeze {
+				if err := a.thaw(path); err != nil {
+					last = err
+					continue
+				}
+			} else if last != nil {
+				continue
+			}
+			delete(led.Entries, path)
+		}
+		if err := a.saveLedger(led); err != nil {
+			last = err
+		}
+	}
+	a.mu.Unlock()
 	now := a.now()
 	for _, nc := range ncs {
 		sel, _ := plan.SelectPods(nc, pods)

@@ -97,13 +97,30 @@ func Validate(nc *v1alpha1.NetworkChaos) error {
 	if s.RemoteCluster != "" {
 		return errors.New("spec.remoteCluster not supported")
 	}
-	if _, err := Targets(nc); err != nil {
+	ts, err := Targets(nc)
+	if err != nil {
 		return err
 	}
-	if _, err := Ports(nc); err != nil {
+	if len(nc.Spec.ExternalTargets) > MaxTargets {
+		return fmt.Errorf("%d externalTargets: at most %d", len(nc.Spec.ExternalTargets), MaxTargets)
+	}
+	for _, p := range ts {
+		if err := CheckPrefix(p); err != nil {
+			return err
+		}
+	}
+	ports, err := Ports(nc)
+	if err != nil {
 		return err
 	}
-	if _, err := Duration(nc); err != nil {
+	if len(ports) > MaxPorts {
+		return fmt.Errorf("annotation %s: %d ports, at most %d", PortsAnnotation, len(ports), MaxPorts)
+	}
+	d, err := Duration(nc)
+	if err != nil {
+		return err
+	}
+	if err := CheckDuration(d); err != nil {
 		return err
 	}
 	switch s.Mode {
@@ -143,6 +160,9 @@ func ParseTarget(t string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("externalTarget %q: %v", t, err)
 		}
+		if p.Addr().Is4In6() { // ::ffff:0.0.0.0/97 is 0.0.0.0/1: judge it as IPv4
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(t)
@@ -154,16 +174,19 @@ func ParseTarget(t string) (netip.Prefix, error) {
 
 // Duration parses spec.duration; a partition without one would never heal,
 // so it is required.
-func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) {
-	if nc.Spec.Duration == nil || *nc.Spec.Duration == "" {
+func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) { return ParseDuration(nc.Spec.Duration) }
+
+// ParseDuration parses a chaos object's spec.duration (required, > 0).
+func ParseDuration(s *string) (time.Duration, error) {
+	if s == nil || *s == "" {
 		return 0, errors.New("spec.duration is required (the agent owns the deadline)")
 	}
-	d, err := time.ParseDuration(*nc.Spec.Duration)
+	d, err := time.ParseDuration(*s)
 	if err != nil {
-		return 0, fmt.Errorf("spec.duration %q: %v", *nc.Spec.Duration, err)
+		return 0, fmt.Errorf("spec.duration %q: %v", *s, err)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("spec.duration %q must be > 0", *nc.Spec.Duration)
+		return 0, fmt.Errorf("spec.duration %q must be > 0", *s)
 	}
 	return d, nil
 }
@@ -180,10 +203,15 @@ func Deadline(nc *v1alpha1.NetworkChaos) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if nc.CreationTimestamp.IsZero() {
+	return DeadlineFrom(nc.CreationTimestamp, d)
+}
+
+// DeadlineFrom is Deadline for any chaos object's creation and duration.
+func DeadlineFrom(created metav1.Time, d time.Duration) (time.Time, error) {
+	if created.IsZero() {
 		return time.Time{}, errors.New("object has no creationTimestamp")
 	}
-	return nc.CreationTimestamp.Truncate(time.Second).Add(time.Second + d), nil
+	return created.Truncate(time.Second).Add(time.Second + d), nil
 }
 
 // Active reports whether nc's routes should be in place at now.
@@ -228,10 +256,15 @@ func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // SelectPods returns the pods nc targets, sorted by key. Mode one and fixed
 // take the first pods by key, so every node's agent picks the same ones.
 func SelectPods(nc *v1alpha1.NetworkChaos, pods []corev1.Pod) ([]corev1.Pod, error) {
-	sel := nc.Spec.Selector
+	return SelectBy(nc.Namespace, nc.Spec.PodSelector, pods)
+}
+
+// SelectBy is SelectPods for any chaos object's selector.
+func SelectBy(objectNS string, ps v1alpha1.PodSelector, pods []corev1.Pod) ([]corev1.Pod, error) {
+	sel := ps.Selector
 	namespaces := sel.Namespaces
 	if len(namespaces) == 0 && len(sel.Pods) == 0 {
-		namespaces = []string{nc.Namespace}
+		namespaces = []string{objectNS}
 	}
 	ls := labels.SelectorFromSet(sel.LabelSelectors)
 	if len(sel.ExpressionSelectors) > 0 {
@@ -266,15 +299,15 @@ func SelectPods(nc *v1alpha1.NetworkChaos, pods []corev1.Pod) ([]corev1.Pod, err
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return PodKey(&out[i]) < PodKey(&out[j]) })
-	switch nc.Spec.Mode {
+	switch ps.Mode {
 	case v1alpha1.OneMode:
 		if len(out) > 1 {
 			out = out[:1]
 		}
 	case v1alpha1.FixedMode:
 		var n int
-		if _, err := fmt.Sscanf(nc.Spec.Value, "%d", &n); err != nil || n < 0 {
-			return nil, fmt.Errorf("mode fixed needs an integer value, got %q", nc.Spec.Value)
+		if _, err := fmt.Sscanf(ps.Value, "%d", &n); err != nil || n < 0 {
+			return nil, fmt.Errorf("mode fixed needs an integer value, got %q", ps.Value)
 		}
 		if len(out) > n {
 			out = out[:n]
@@ -298,26 +331,61 @@ type Want struct {
 	PodIP  string
 	Routes []Route
 	Chaos  []string // "namespace/name" of the NetworkChaos objects asking for it
+	Parts  []Part   // each object's routes and deadline, for the node ledger
 }
 
-// Problem is a NetworkChaos the agent cannot apply, to report in its status.
+// Problem is a chaos object the agent refuses, with the reason to write in
+// its status.
 type Problem struct {
 	Chaos string
 	Err   error
 }
 
+// NetworkFingerprint is Fingerprint for a NetworkChaos.
+func NetworkFingerprint(nc *v1alpha1.NetworkChaos) string {
+	return Fingerprint(nc.Spec, nc.Annotations, PortsAnnotation)
+}
+
+// ErrEdited is the reason an object edited after its injection is refused.
+var ErrEdited = errors.New("spec changed after injection: refused (a chaos object is immutable once injected); its cut heals now")
+
+// EffectiveActive is Active with the node ledger's memory: an object
+// edited after its injection is inactive, and the deadline recorded at
+// injection bounds the computed one.
+func EffectiveActive(nc *v1alpha1.NetworkChaos, now time.Time, injected map[string]Injection) (bool, time.Time) {
+	if !Active(nc, now) {
+		return false, time.Time{}
+	}
+	end, _ := Deadline(nc)
+	inj, ok := injected[string(nc.UID)]
+	if ok && inj.Fingerprint != NetworkFingerprint(nc) {
+		return false, time.Time{}
+	}
+	end = EffectiveDeadline(end, inj, ok)
+	return now.Before(end), end
+}
+
 // Desired computes, for the pods on node, the routes every active
-// NetworkChaos asks for. Several objects on one pod are merged.
-func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time) (map[string]*Want, []Problem) {
+// NetworkChaos within scope asks for. Several objects on one pod are
+// merged. injected is the node ledger's memory of first injections.
+func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time, scope Scope, injected map[string]Injection) (map[string]*Want, []Problem) {
 	want := map[string]*Want{}
 	var problems []Problem
 	for _, nc := range ncs {
-		if !Active(nc, now) {
+		if nc.DeletionTimestamp != nil {
 			continue
 		}
 		key := nc.Namespace + "/" + nc.Name
-		if err := Validate(nc); err != nil {
+		if err := scope.CheckScope(nc); err != nil {
 			problems = append(problems, Problem{Chaos: key, Err: err})
+			continue
+		}
+		if inj, ok := injected[string(nc.UID)]; ok && inj.Fingerprint != NetworkFingerprint(nc) {
+			problems = append(problems, Problem{Chaos: key, Err: ErrEdited})
+			continue
+		}
+		active, end := EffectiveActive(nc, now, injected)
+		if !active {
 			continue
 		}
 		routes, _ := Routes(nc)
@@ -326,6 +394,7 @@ func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now t
 			problems = append(problems, Problem{Chaos: key, Err: err})
 			continue
 		}
+		part := Part{Chaos: key, UID: string(nc.UID), Fingerprint: NetworkFingerprint(nc), Deadline: end, Routes: routes}
 		for i := range sel {
 			p := &sel[i]
 			if p.Spec.NodeName != node || p.Spec.HostNetwork || p.Status.PodIP == "" {
@@ -338,6 +407,7 @@ func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now t
 			}
 			w.Chaos = append(w.Chaos, key)
 			w.Routes = MergeRoutes(w.Routes, routes)
+			w.Parts = append(w.Parts, part)
 		}
 	}
 	return want, problems

@@ -159,7 +159,7 @@ func TestDesiredOnlyThisNodeAndMerged(t *testing.T) {
 	b := partition("b", "60s", "172.18.0.2", "10.96.0.1")
 	expired := partition("c", "1s", "1.2.3.4")
 	invalid := partition("d", "30s", "no-such-host")
-	want, problems := Desired([]*v1alpha1.NetworkChaos{a, b, expired, invalid}, pods, "n1", t0.Add(10*time.Second))
+	want, problems := Desired([]*v1alpha1.NetworkChaos{a, b, expired, invalid}, pods, "n1", t0.Add(10*time.Second), allowApp, nil)
 	if len(want) != 1 || want["app/rec-1"] == nil {
 		t.Fatalf("want %v", want)
 	}
@@ -171,11 +171,11 @@ func TestDesiredOnlyThisNodeAndMerged(t *testing.T) {
 		t.Fatalf("problems %v", problems)
 	}
 	// after a's deadline only b remains; after b's, nothing.
-	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(31*time.Second))
+	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(31*time.Second), allowApp, nil)
 	if len(want["app/rec-1"].Routes) != 2 || len(want["app/rec-1"].Chaos) != 1 {
 		t.Fatalf("at 30s: %+v", want["app/rec-1"])
 	}
-	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(61*time.Second))
+	want, _ = Desired([]*v1alpha1.NetworkChaos{a, b}, pods, "n1", t0.Add(61*time.Second), allowApp, nil)
 	if len(want) != 0 {
 		t.Fatalf("at 60s still %v", want)
 	}

@@ -13,9 +13,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/fencecheck/fencecheck/chaos/agent"
 	"github.com/fencecheck/fencecheck/chaos/netrules"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,10 +28,13 @@ func main() {
 	fs := flag.NewFlagSet("chaos-agent", flag.ContinueOnError)
 	node := fs.String("node", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME, from the downward API)")
 	dir := fs.String("netns-dir", netrules.DefaultDir, "where the container runtime mounts pod network namespaces")
-	health := fs.String("health-addr", "127.0.0.1:9377", "address for /healthz and /readyz (empty: none)")
+	health := fs.String("health-addr", "127.0.0.1:9377", "address for /livez (the heal loop's progress) and /readyz (empty: none)")
+	ledger := fs.String("ledger-dir", agent.DefaultLedgerDir, "the node ledger's directory (a hostPath: deadlines survive the agent)")
+	cgroupRoot := fs.String("cgroup-root", "/sys/fs/cgroup", "the node's cgroup tree (PodPause freezes containers there)")
+	ownNS := fs.String("agent-namespace", os.Getenv("POD_NAMESPACE"), "the agent's own namespace, never a target (default $POD_NAMESPACE)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: in-cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: chaos-agent [flags]\n\nApplies chaos-mesh.org/v1alpha1 NetworkChaos partitions to the pods on this node.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: chaos-agent [flags]\n\nApplies chaos-mesh.org/v1alpha1 NetworkChaos partitions and chaos.fencecheck.io/v1alpha1 PodPause freezes to the pods on this node.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -64,10 +69,20 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a := &agent.Agent{Node: *node, NS: &agent.LinuxNamespaces{Dir: *dir}, Dyn: dyn, Logf: log.Printf}
+	if *ownNS == "" {
+		log.Fatal("chaos-agent: --agent-namespace or $POD_NAMESPACE is required (it is never a target)")
+	}
+	a := &agent.Agent{Node: *node, NS: &agent.LinuxNamespaces{Dir: *dir}, Dyn: dyn, Logf: log.Printf,
+		Scope: plan.Scope{AgentNamespace: *ownNS}, Ledger: &agent.Ledger{Dir: *ledger}, Freezer: &agent.CgroupFreezer{Root: *cgroupRoot}}
 	if *health != "" {
 		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+			if !a.Live() {
+				http.Error(w, fmt.Sprintf("heal loop stalled: last round %v", a.LastHeal()), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
 		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 			if !a.Ready() {
 				http.Error(w, "first reconcile not done", http.StatusServiceUnavailable)
@@ -75,7 +90,8 @@ func main() {
 			}
 			fmt.Fprintln(w, "ok")
 		})
-		go func() { log.Fatal(http.ListenAndServe(*health, mux)) }()
+		srv := &http.Server{Addr: *health, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { log.Fatal(srv.ListenAndServe()) }()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 
 	"github.com/fencecheck/fencecheck/chaos"
+	"github.com/fencecheck/fencecheck/chaos/plan"
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
@@ -72,7 +73,8 @@ func (t *Target) log(format string, a ...any) {
 // Open creates the namespace, labelled as ours so the chaos agent acts in
 // it, and starts following the reconciler pods' logs.
 func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error) {
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}}}
+	// The scenario's namespace opts in to chaos (the agent refuses any other).
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck", plan.AllowLabel: plan.AllowValue}}}
 	if _, err := t.opt.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
