@@ -36,6 +36,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 			s.Hist.Errors = append(s.Hist.Errors, err.Error())
 		}
 	}
+	note(s.stepDownWindow(ctx))
 	start := time.Now()
 	logs := s.dep.Events()
 	if pods, err := s.dep.Pods(ctx); err == nil {
@@ -65,6 +66,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	} else {
 		s.Hist.Witness = w
 	}
+	note(s.recordPodIPs())
 	// What could not be read makes the checks that need it INCONCLUSIVE
 	// (an empty history must not pass as a clean one).
 	as, err := s.dep.Sink().History(ctx)
