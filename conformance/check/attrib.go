@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func SenderOf(s *history.Scenario, o record.Operation) (pod, why string) {
 	ip := ap.Addr().Unmap().String()
 	var holders []string
 	for _, p := range s.PodIPs {
-		if a, err := netip.ParseAddr(p.IP); err == nil && a.Unmap().String() == ip && p.Holds(o.Invoked) && !contains(holders, p.Pod) {
+		if a, err := netip.ParseAddr(p.IP); err == nil && a.Unmap().String() == ip && p.Holds(o.Invoked) && !slices.Contains(holders, p.Pod) {
 			holders = append(holders, p.Pod)
 		}
 	}
@@ -51,15 +52,6 @@ func SenderOf(s *history.Scenario, o record.Operation) (pod, why string) {
 	}
 	sort.Strings(holders)
 	return "", fmt.Sprintf("%s was held by %s at %s", ip, strings.Join(holders, " and "), ts(o.Invoked))
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // PlanKey is an idempotency key of the fixture's plan,
@@ -250,6 +242,32 @@ func ranges(xs []uint64) string {
 // the witness saw that pod send seqs 0..enqueued-1 of its term, each at
 // least once. The enqueue count comes from the bridge's exit event.
 func checkBridgeDrain(s *history.Scenario) Verdict {
+	return bridgeExits(s, []string{eventlog.KindBridgeDrained}, func(e *evidence, pod string, ev eventlog.Event, enq uint64) {
+		b := sendsOf(s, pod, ev.Identity, ev.Epoch)
+		for _, f := range b.foreign {
+			e.failf("%s", f)
+		}
+		var missing []uint64
+		for q := uint64(0); q < enq; q++ {
+			if _, ok := b.first[q]; !ok {
+				missing = append(missing, q)
+			}
+		}
+		switch {
+		case len(missing) > 0 && b.unknown > 0:
+			e.unknownf("%s bridge of term %d: the witness saw %d of the %d seqs it enqueued (its exit event's count) from it, and %d more of its keys from addresses no single pod held", pod, ev.Epoch, enq-uint64(len(missing)), enq, b.unknown)
+		case len(missing) > 0:
+			e.failf("%s bridge of term %d drained at %s, but the witness never saw it send seqs %s (%d of the %d it enqueued, by its bridge_drained event)", pod, ev.Epoch, ts(ev.Time), ranges(missing), len(missing), enq)
+		default:
+			e.addf("%s bridge of term %d: the witness saw it send seqs 0..%d, contiguous (enqueued=%d by its bridge_drained event)", pod, ev.Epoch, int64(enq)-1, enq)
+		}
+	})
+}
+
+// bridgeExits runs judge on every bridge exit event of the given kinds
+// that carries its enqueue count; INCONCLUSIVE without a witness history
+// or without such an event.
+func bridgeExits(s *history.Scenario, kinds []string, judge func(e *evidence, pod string, ev eventlog.Event, enqueued uint64)) Verdict {
 	var e evidence
 	if s.Witness == nil {
 		e.unknownf("no witness history: what each bridge delivered is unknown")
@@ -258,37 +276,19 @@ func checkBridgeDrain(s *history.Scenario) Verdict {
 	n := 0
 	for _, pod := range s.Pods() {
 		for _, ev := range s.Events[pod] {
-			if ev.Kind != eventlog.KindBridgeDrained {
+			if !slices.Contains(kinds, ev.Kind) {
 				continue
 			}
 			n++
-			enq, ok := enqueuedOf(ev)
-			if !ok {
-				e.unknownf("%s bridge of term %d: its bridge_drained event has no enqueued= count (%q)", pod, ev.Epoch, ev.Detail)
-				continue
-			}
-			b := sendsOf(s, pod, ev.Identity, ev.Epoch)
-			for _, f := range b.foreign {
-				e.failf("%s", f)
-			}
-			var missing []uint64
-			for q := uint64(0); q < enq; q++ {
-				if _, ok := b.first[q]; !ok {
-					missing = append(missing, q)
-				}
-			}
-			switch {
-			case len(missing) > 0 && b.unknown > 0:
-				e.unknownf("%s bridge of term %d: the witness saw %d of the %d seqs it enqueued (its exit event's count) from it, and %d more of its keys from addresses no single pod held", pod, ev.Epoch, enq-uint64(len(missing)), enq, b.unknown)
-			case len(missing) > 0:
-				e.failf("%s bridge of term %d drained at %s, but the witness never saw it send seqs %s (%d of the %d it enqueued, by its bridge_drained event)", pod, ev.Epoch, ts(ev.Time), ranges(missing), len(missing), enq)
-			default:
-				e.addf("%s bridge of term %d: the witness saw it send seqs 0..%d, contiguous (enqueued=%d by its bridge_drained event)", pod, ev.Epoch, int64(enq)-1, enq)
+			if enq, ok := enqueuedOf(ev); ok {
+				judge(&e, pod, ev, enq)
+			} else {
+				e.unknownf("%s bridge of term %d: its %s event has no enqueued= count (%q)", pod, ev.Epoch, ev.Kind, ev.Detail)
 			}
 		}
 	}
 	if n == 0 {
-		e.unknownf("no bridge_drained event: no bridge was stopped by its producer, nothing to judge")
+		e.unknownf("no %s event: nothing to judge", strings.Join(kinds, " or "))
 	}
 	return e.verdict()
 }
@@ -298,47 +298,26 @@ func checkBridgeDrain(s *history.Scenario) Verdict {
 // had enqueued at most bridgeDepth+1 seqs beyond the highest the witness
 // had seen it send: the buffer, plus the one envelope in the writer's hands.
 func checkBridgeCapacity(s *history.Scenario) Verdict {
-	var e evidence
-	if s.Witness == nil {
-		e.unknownf("no witness history: what each bridge delivered is unknown")
-		return e.verdict()
-	}
-	n := 0
-	for _, pod := range s.Pods() {
-		for _, ev := range s.Events[pod] {
-			if ev.Kind != eventlog.KindBridgeDrained && ev.Kind != eventlog.KindBridgeAborted {
-				continue
-			}
-			n++
-			enq, ok := enqueuedOf(ev)
-			if !ok {
-				e.unknownf("%s bridge of term %d: its %s event has no enqueued= count (%q)", pod, ev.Epoch, ev.Kind, ev.Detail)
-				continue
-			}
-			stop := ev.Time.Add(-time.Duration(ev.DurationMs * float64(time.Millisecond)))
-			b := sendsOf(s, pod, ev.Identity, ev.Epoch)
-			highest := int64(-1)
-			for q, at := range b.first {
-				if !at.After(stop) && int64(q) > highest {
-					highest = int64(q)
-				}
-			}
-			ahead := int64(enq) - 1 - highest
-			switch {
-			case ahead > bridgeDepth+1 && b.unknown > 0:
-				e.unknownf("%s bridge of term %d: %d ahead of what the witness saw at its stop, but %d of its keys came from addresses no single pod held", pod, ev.Epoch, ahead, b.unknown)
-			case ahead > bridgeDepth+1:
-				e.failf("%s bridge of term %d: by its stop at %s it had enqueued %d (its %s event), but the witness had seen it send seq %d at most: %d ahead, more than the capacity %d + 1 in the writer's hands",
-					pod, ev.Epoch, ts(stop), enq, ev.Kind, highest, ahead, bridgeDepth)
-			default:
-				e.addf("%s bridge of term %d: %d ahead of the witness at its stop (enqueued=%d by its %s event, highest seq seen %d; capacity %d + 1)", pod, ev.Epoch, ahead, enq, ev.Kind, highest, bridgeDepth)
+	return bridgeExits(s, []string{eventlog.KindBridgeDrained, eventlog.KindBridgeAborted}, func(e *evidence, pod string, ev eventlog.Event, enq uint64) {
+		stop := ev.Time.Add(-time.Duration(ev.DurationMs * float64(time.Millisecond)))
+		b := sendsOf(s, pod, ev.Identity, ev.Epoch)
+		highest := int64(-1)
+		for q, at := range b.first {
+			if !at.After(stop) && int64(q) > highest {
+				highest = int64(q)
 			}
 		}
-	}
-	if n == 0 {
-		e.unknownf("no bridge exit event: nothing to judge")
-	}
-	return e.verdict()
+		ahead := int64(enq) - 1 - highest
+		switch {
+		case ahead > bridgeDepth+1 && b.unknown > 0:
+			e.unknownf("%s bridge of term %d: %d ahead of what the witness saw at its stop, but %d of its keys came from addresses no single pod held", pod, ev.Epoch, ahead, b.unknown)
+		case ahead > bridgeDepth+1:
+			e.failf("%s bridge of term %d: by its stop at %s it had enqueued %d (its %s event), but the witness had seen it send seq %d at most: %d ahead, more than the capacity %d + 1 in the writer's hands",
+				pod, ev.Epoch, ts(stop), enq, ev.Kind, highest, ahead, bridgeDepth)
+		default:
+			e.addf("%s bridge of term %d: %d ahead of the witness at its stop (enqueued=%d by its %s event, highest seq seen %d; capacity %d + 1)", pod, ev.Epoch, ahead, enq, ev.Kind, highest, bridgeDepth)
+		}
+	})
 }
 
 // StepDownWindow is how long after a takeover the writers must still run

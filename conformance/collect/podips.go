@@ -50,22 +50,13 @@ func (w *PodIPWatcher) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				w.problem("list pods: %v", err)
-				wait(ctx, time.Second) // the harness's own path to the apiserver; chaos never cuts it
+				pause(ctx, time.Second) // the harness's own path to the apiserver; chaos never cuts it
 			}
 			continue
 		}
 		if err := w.watch(ctx, rv); err != nil && ctx.Err() == nil {
 			w.log("pod IP watch in %s ended (%v): listing again", w.namespace, err)
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
