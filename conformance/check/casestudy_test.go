@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/synth"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
 )
@@ -24,8 +25,10 @@ func caseStudy(fenced bool) *history.Scenario {
 		{Observed: at(12.1), Event: "MODIFIED", ResourceVersion: "3", UID: "u", Holder: "pod-C_00000003", Term: 2, TermRaw: "2", TermOK: true},
 	}}
 	var floor, seq uint64
+	var senders []string
 	write := func(pod string, sec float64, key, val string, epoch uint64) {
 		seq++
+		senders = append(senders, pod)
 		a := contract.Attempt{Seq: seq, Arrived: at(sec), Op: contract.OpPut, Key: key, Value: val, Epoch: epoch, IdempotencyKey: pod + "-" + val, Status: 200, Result: contract.ResultOK}
 		if fenced && epoch < floor {
 			a.Status, a.Result = 409, contract.ResultRejectStale
@@ -44,6 +47,15 @@ func caseStudy(fenced bool) *history.Scenario {
 	write("pod-A", 12.4, "y", "3", 1)                // also stale
 	for _, pod := range []string{"pod-A", "pod-C"} { // both logs complete
 		s.Events[pod] = append(s.Events[pod], eventlog.Event{Time: at(20), Pod: pod, Kind: eventlog.KindStopped})
+	}
+	// What a witness in front of the sink saw, from each pod's address.
+	ips := map[string]string{"pod-A": "10.0.0.1", "pod-C": "10.0.0.3"}
+	for pod, ip := range ips {
+		s.PodIPs = append(s.PodIPs, history.PodIP{Pod: pod, IP: ip, From: t0})
+	}
+	s.Witness = synth.WitnessOf(s.Attempts)
+	for i := range s.Witness.Operations {
+		s.Witness.Operations[i].Source = ips[senders[i]] + ":41000"
 	}
 	return s
 }

@@ -64,6 +64,7 @@ const (
 	BridgeDrain        = "bridge-drain"
 	BridgeAbort        = "bridge-abort"
 	BridgeJoin         = "bridge-join"
+	BridgeCapacity     = "bridge-capacity"
 	RejectStaleSeen    = "reject-stale-seen"
 	FailoverLiveness   = "failover-liveness"
 	WitnessAgrees      = "witness-agrees"
@@ -75,14 +76,15 @@ var All = []Checker{
 	{TermMonotonic, "the Lease term never goes back or repeats, over a watch with no gaps", []string{lease}, checkTermMonotonic},
 	{TermStep, "the term goes +1 on every holder change and is unchanged on renew", []string{lease}, checkTermStep},
 	{NoStaleCommit, "no commit with epoch < T after the sink saw T (or after T was acquired, for a term never fenced)", []string{lease, sink}, checkNoStaleCommit},
-	{EpochHeldByWriter, "every commit's epoch was held by the pod that wrote it", []string{lease, sink, events}, checkEpochHeld},
+	{EpochHeldByWriter, "every write and fence carries a term the Lease watch shows its sender (the pod at its source address) holding", []string{lease, wit, history.EvidencePodIPs}, checkEpochHeld},
 	{RowEpochMonotonic, "per row, committed epochs never return to an older epoch", []string{sink}, checkRowEpoch},
 	{RejectedNotInState, "rejected writes never appear in the sink's final state", []string{sink, state}, checkRejectedNotInState},
 	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", []string{sink}, checkFloorMonotonic},
 	{Idempotency, "no Idempotency-Key is applied twice", []string{sink}, checkIdempotency},
 	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", []string{sink}, checkUnfenced},
 	{OldLeaderStepsDown, "after every takeover no write of the previous term is sent later than drain_timeout (the witness's record)", []string{lease, wit}, checkStepsDown},
-	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered", []string{events}, checkBridgeDrain},
+	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered: the witness saw seqs 0..enqueued-1 of its term", []string{events, wit, history.EvidencePodIPs}, checkBridgeDrain},
+	{BridgeCapacity, "at a bridge's stop its producer was at most capacity (128) + 1 seqs ahead of what the witness saw", []string{events, wit, history.EvidencePodIPs}, checkBridgeCapacity},
 	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", []string{events}, checkBridgeAbort},
 	{BridgeJoin, "every bridge is joined within drain_timeout", []string{events}, checkBridgeJoin},
 	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},

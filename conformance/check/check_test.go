@@ -74,7 +74,7 @@ func TestMissingEvidenceIsInconclusive(t *testing.T) {
 	cut := synth.Scenario("cut-log", synth.Defect{})
 	evs := cut.Events["pod-a"]
 	cut.Events["pod-a"] = evs[:len(evs)-1]
-	for _, c := range []string{BridgeDrain, BridgeJoin, EpochHeldByWriter} {
+	for _, c := range []string{BridgeDrain, BridgeCapacity, BridgeJoin, BridgeAbort} {
 		wantInconclusive(t, cut, c, "pod-a: its log does not end with the stopped event")
 	}
 	// A violation shown by what was collected stands.
@@ -130,9 +130,9 @@ func TestNegativeControls(t *testing.T) {
 		{"ignore-demotion-unfenced-sink", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}, RowEpochMonotonic, "went back from epoch 2"},
 		{"ignore-demotion-unfenced-sink", synth.Defect{IgnoreDemotion: true, UnfencedSink: true}, FloorMonotonic, "committed below the highest committed epoch 2"},
 		{"ignore-demotion", synth.Defect{IgnoreDemotion: true}, OldLeaderStepsDown, "kept sending after losing the Lease"},
-		{"live-epoch", synth.Defect{IgnoreDemotion: true, LiveEpoch: true}, EpochHeldByWriter, "never held term 2"},
+		{"live-epoch", synth.Defect{IgnoreDemotion: true, LiveEpoch: true}, EpochHeldByWriter, "sent by pod-a, which the Lease watch never shows holding term 2"},
 		{"fencing-off", synth.Defect{FencingOff: true, UnfencedSink: true}, UnfencedWrites, "committed without an epoch"},
-		{"no-drain", synth.Defect{NoDrain: true}, BridgeDrain, "dropped 2 buffered envelopes"},
+		{"no-drain", synth.Defect{NoDrain: true}, BridgeDrain, "the witness never saw it send seqs 13-14 (2 of the 15 it enqueued"},
 		{"slow-abort", synth.Defect{Shutdown: true, SlowAbort: true}, BridgeAbort, "took 900ms to abort"},
 		{"fenced-sink-no-stale-writer", synth.Defect{}, RejectStaleSeen, "never answered REJECT_STALE_EPOCH"},
 	}
@@ -157,7 +157,7 @@ func TestLiveEpochIsNotStale(t *testing.T) {
 	// only epoch-held-by-writer can tell.
 	s := synth.Scenario("live-epoch", synth.Defect{IgnoreDemotion: true, LiveEpoch: true})
 	wantPass(t, s, NoStaleCommit)
-	wantFail(t, s, EpochHeldByWriter, "pod-a/pod-a_000000a0")
+	wantFail(t, s, EpochHeldByWriter, "was sent by pod-a, which the Lease watch never shows holding term 2 (it held [1])")
 }
 
 func TestWatchMustCoverPhases(t *testing.T) {
@@ -248,8 +248,11 @@ func TestSinkHistoryHolesAndFinalState(t *testing.T) {
 
 func TestUnattributedCommit(t *testing.T) {
 	s := synth.Scenario("unattributed", synth.Defect{})
-	s.Attempts = append(s.Attempts, contract.Attempt{Seq: uint64(len(s.Attempts) + 1), Op: contract.OpPut, Key: "ghost", Value: "g", Epoch: 2, IdempotencyKey: "ghost-1", Result: contract.ResultOK, Status: 200, FloorAfter: 2})
-	wantInconclusive(t, s, EpochHeldByWriter, "cannot be attributed")
+	ghost := s.Witness.Operations[len(s.Witness.Operations)-1]
+	ghost.ID++
+	ghost.Source = "10.244.9.9:40000" // an address no pod held
+	s.Witness.Operations = append(s.Witness.Operations, ghost)
+	wantInconclusive(t, s, EpochHeldByWriter, "cannot be attributed: no pod held 10.244.9.9")
 }
 
 func TestUnfencedTermWithEpochs(t *testing.T) {

@@ -168,48 +168,6 @@ func checkNoStaleCommit(s *history.Scenario) Verdict {
 	return e.verdict()
 }
 
-func checkEpochHeld(s *history.Scenario) Verdict {
-	var e evidence
-	w := indexWriters(s)
-	held := heldTerms(s)
-	commits := 0
-	for _, a := range attempts(s) {
-		if !a.Committed() {
-			continue
-		}
-		commits++
-		evs := w.of(a)
-		if len(evs) == 0 {
-			e.unknownf("%s: no pod logged this write; the commit cannot be attributed", describe(a))
-			continue
-		}
-		ep := effectiveEpoch(a, w)
-		ok := false
-		var who []string
-		for _, ev := range evs {
-			who = append(who, ev.Pod+"/"+ev.Identity)
-			if held[ev.Identity][ep] {
-				ok = true
-			}
-		}
-		if !ok {
-			var hs []uint64
-			for t := range held[evs[0].Identity] {
-				hs = append(hs, t)
-			}
-			sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
-			e.failf("%s: written by %s, which never held term %d (it held [%s])", describe(a), strings.Join(who, ","), ep, joinU(hs))
-		}
-	}
-	if commits == 0 {
-		e.unknownf("the sink committed nothing: nothing to judge")
-	}
-	if !e.fail {
-		e.addf("%d commits, each stamped with a term its writer held", commits)
-	}
-	return e.verdict()
-}
-
 func checkRowEpoch(s *history.Scenario) Verdict {
 	var e evidence
 	last := map[string]contract.Attempt{}

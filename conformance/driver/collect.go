@@ -39,6 +39,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 			s.Hist.Errors = append(s.Hist.Errors, err.Error())
 		}
 	}
+	note(s.stepDownWindow(ctx))
 	start := time.Now()
 	// Where collect's time goes, for the log (issue 13).
 	var steps []string
@@ -80,6 +81,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		s.Hist.Witness = w
 	}
 	step("witness")
+	note(s.recordPodIPs())
 	// What could not be read makes the checks that need it INCONCLUSIVE
 	// (an empty history must not pass as a clean one).
 	as, err := s.dep.Sink().History(ctx)

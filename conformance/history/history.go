@@ -64,6 +64,9 @@ type Scenario struct {
 	// Missing is evidence the harness could not collect, by source
 	// (EvidenceSink, ...): every check that needs it is INCONCLUSIVE.
 	Missing map[string][]string `json:"missing,omitempty"`
+
+	// PodIPs maps the witness's source addresses to pods, over time.
+	PodIPs []PodIP `json:"pod_ips,omitempty"`
 }
 
 // Config is how the scenario was set up: the timings the checks judge

@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Reconciler is how the fixture reconciler runs in a scenario: the zero
 // value is the correct fixture, each field one of its broken modes.
@@ -13,6 +16,9 @@ type Reconciler struct {
 	NoTermBump     bool // --no-term-bump: a takeover keeps the old term
 	// WriteInterval overrides the timing's write interval when set.
 	WriteInterval time.Duration
+	// BridgeCapacity, when set, is --bridge-capacity: a depth other than
+	// the contract's 128 is a broken mode (neg-deep-bridge).
+	BridgeCapacity int
 }
 
 // Args renders the knobs as the reconciler's flags.
@@ -29,6 +35,9 @@ func (r Reconciler) Args() []string {
 	}
 	if r.WriteInterval > 0 {
 		out = append(out, "--write-interval="+r.WriteInterval.String())
+	}
+	if r.BridgeCapacity > 0 {
+		out = append(out, fmt.Sprintf("--bridge-capacity=%d", r.BridgeCapacity))
 	}
 	return out
 }

@@ -153,7 +153,7 @@ func core() []Def {
 			Description: "the leader is cut off from the apiserver for longer than the TTL, then healed: a new leader, term +1, the old leader steps down and drains, zero stale commits",
 			Chaos:       PartitionOnce,
 			Expect: expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeDrain: history.MustPass,
-				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
+				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass, check.BridgeCapacity: history.MustPass}),
 		},
 		{
 			Name:        "stale-leader-keeps-writing",
@@ -172,7 +172,7 @@ func core() []Def {
 			// the bridge holds a backlog when the shutdown aborts it.
 			Reconciler: Reconciler{WriteInterval: 5 * time.Millisecond},
 			Expect: expect(safety, map[string]history.Expectation{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
-				check.OldLeaderStepsDown: history.MustPass, check.FailoverLiveness: history.MustPass}),
+				check.OldLeaderStepsDown: history.MustPass, check.FailoverLiveness: history.MustPass, check.BridgeCapacity: history.MustPass}),
 		},
 		{
 			Name:        "repeated-takeovers",

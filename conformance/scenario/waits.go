@@ -14,7 +14,8 @@ const SettleCommits = 5
 // Waits compares a scenario's wall time with the waits it cannot avoid:
 // the partitions themselves, a lease TTL after each leader pod deletion or
 // restart, a TTL after the heal for a leader that ignores its demotion,
-// the chaos schedule's gaps, and SettleCommits write intervals to see each
+// the chaos schedule's gaps, the step-down window after the last
+// takeover, and SettleCommits write intervals to see each
 // leader commit.
 type Waits struct {
 	Scenario    string        `json:"scenario"`
@@ -45,7 +46,7 @@ func MeasureWaits(r *history.Run) []Waits {
 			switch {
 			case p.Name == PhaseDeploy || p.Name == PhaseCollect:
 				t.Setup += d
-			case strings.HasPrefix(p.Name, PhaseGap):
+			case strings.HasPrefix(p.Name, PhaseGap), p.Name == PhaseStepDown:
 				t.Unavoidable += d
 			}
 		}
@@ -87,3 +88,7 @@ const (
 	PhaseCollect = "collect"
 	PhaseGap     = "gap-" // a seeded schedule's quiet time, gap-<step>
 )
+
+// PhaseStepDown is the driver keeping the writers running until the last
+// takeover's step-down window closed (old-leader-steps-down needs it seen).
+const PhaseStepDown = "step-down-window"

@@ -43,6 +43,8 @@ type pod struct {
 	lastRenew time.Time
 	writes    int
 	writing   bool // keeps writing (leader, or ignoring demotion)
+	ip        string
+	termSeq   uint64 // the next plan seq of its current term
 }
 
 type model struct {
@@ -56,6 +58,7 @@ type model struct {
 	seq     uint64
 	applied map[string]bool
 	d       Defect
+	senders []string // the pod that sent each attempt
 }
 
 // Scenario returns a partition scenario: pod-a leads, is cut off from the
@@ -76,8 +79,9 @@ func Scenario(name string, d Defect) *history.Scenario {
 	}
 	m := &model{s: s, now: T0, applied: map[string]bool{}, d: d}
 	for i, n := range []string{"pod-a", "pod-b", "pod-c"} {
-		p := &pod{name: n, id: leader.NewIdentity(n, uint32(0xa0+i))}
+		p := &pod{name: n, id: leader.NewIdentity(n, uint32(0xa0+i)), ip: fmt.Sprintf("10.244.%d.5", i+1)}
 		m.pods = append(m.pods, p)
+		s.PodIPs = append(s.PodIPs, history.PodIP{Pod: n, IP: p.ip, From: T0.Add(-time.Second)})
 		m.emit(p, eventlog.Event{Kind: eventlog.KindStarted})
 	}
 	a, c := m.pods[0], m.pods[2]
@@ -103,7 +107,10 @@ func Scenario(name string, d Defect) *history.Scenario {
 	s.Phases = append(s.Phases,
 		history.Phase{Name: "steady", Start: T0.Add(time.Second), End: cutAt},
 		history.Phase{Name: "partition", Start: cutAt, End: healAt},
-		history.Phase{Name: "heal", Start: healAt, End: m.now})
+		history.Phase{Name: "heal", Start: healAt, End: m.now},
+		// The driver begins stopping the writers here (old-leader-steps-down
+		// needs them running through its window).
+		history.Phase{Name: "collect", Start: m.now, End: m.now})
 	// Then the driver stops every pod to collect: SIGTERM aborts the
 	// leader's bridge, and every log ends with the pod's stopped event.
 	if m.holder != nil {
@@ -128,6 +135,9 @@ func Scenario(name string, d Defect) *history.Scenario {
 		s.Lease.Gaps = []history.Gap{{From: from, To: to, Reason: "410 Gone: resourceVersion too old"}}
 	}
 	s.Witness = WitnessOf(s.Attempts)
+	for i := range s.Witness.Operations {
+		s.Witness.Operations[i].Source = m.ip(m.senders[i]) + ":40000"
+	}
 	if d.HideCommit {
 		for i, at := range s.Attempts {
 			if at.Committed() && at.Epoch == 2 {
@@ -151,7 +161,7 @@ func Scenario(name string, d Defect) *history.Scenario {
 	}
 	for _, c := range []string{"term-monotonic", "term-step", "no-stale-commit", "epoch-held-by-writer", "witness-agrees",
 		"row-epoch-monotonic", "rejected-not-in-final-state", "floor-monotonic", "idempotency",
-		"unfenced-writes", "old-leader-steps-down", "bridge-drain", "bridge-join", "failover-liveness", "linearizable"} {
+		"unfenced-writes", "old-leader-steps-down", "bridge-drain", "bridge-capacity", "bridge-join", "failover-liveness", "linearizable"} {
 		s.Expect[c] = history.MustPass
 	}
 	if d.Shutdown {
@@ -187,7 +197,7 @@ func (m *model) acquire(p *pod) {
 	if !m.d.NoTermBump || m.term == 0 {
 		m.term++
 	}
-	m.holder, p.leader, p.writing, p.term, p.lastRenew = p, true, true, m.term, m.now
+	m.holder, p.leader, p.writing, p.term, p.lastRenew, p.termSeq = p, true, true, m.term, m.now, 0
 	ev := "MODIFIED"
 	if m.rv == 0 {
 		ev = "ADDED"
@@ -195,15 +205,16 @@ func (m *model) acquire(p *pod) {
 	m.record(ev)
 	m.emit(p, eventlog.Event{Kind: eventlog.KindAcquired, Epoch: p.term})
 	if !m.d.FencingOff {
-		a := m.attempt(contract.Attempt{Op: contract.OpFence, Epoch: p.term})
+		a := m.attempt(p, contract.Attempt{Op: contract.OpFence, Epoch: p.term})
 		m.emit(p, eventlog.Event{Kind: eventlog.KindFence, Epoch: p.term, Result: a.Result, Status: a.Status})
 	}
 	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeSpawned, Epoch: p.term, Capacity: 128})
 }
 
 // attempt applies the sink's rule and records the attempt.
-func (m *model) attempt(a contract.Attempt) contract.Attempt {
+func (m *model) attempt(p *pod, a contract.Attempt) contract.Attempt {
 	m.seq++
+	m.senders = append(m.senders, p.name)
 	a.Seq, a.Arrived, a.Status = m.seq, m.now.Add(5*time.Millisecond), 200
 	fenced := !m.d.UnfencedSink
 	switch {
@@ -244,8 +255,9 @@ func (m *model) write(p *pod) {
 	}
 	key := fmt.Sprintf("row-%d", p.writes%3)
 	val := fmt.Sprintf("%s-t%d-%d", p.name, epoch, p.writes)
-	idem := fmt.Sprintf("%s-%d", p.id, p.writes)
-	a := m.attempt(contract.Attempt{Op: contract.OpPut, Key: key, Value: val, Epoch: sent, IdempotencyKey: idem})
+	idem := fmt.Sprintf("%s.%d.%d", p.id, p.term, p.termSeq) // the plan's <identity>.<term>.<seq>
+	p.termSeq++
+	a := m.attempt(p, contract.Attempt{Op: contract.OpPut, Key: key, Value: val, Epoch: sent, IdempotencyKey: idem})
 	m.emit(p, eventlog.Event{Kind: eventlog.KindWrite, Key: key, Value: val, IdempotencyKey: idem, Epoch: epoch, Result: a.Result, Status: a.Status})
 }
 
@@ -257,7 +269,7 @@ func (m *model) stepDown(p *pod) {
 		dropped, drained = 2, 0
 	}
 	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeDrained, Epoch: p.term, Count: drained, DurationMs: 12,
-		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=%d dropped=%d", p.writes+dropped, p.writes, drained, dropped)})
+		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=%d dropped=%d", p.termSeq+uint64(dropped), p.termSeq, drained, dropped)})
 	yes := true
 	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeJoined, Epoch: p.term, JoinedInTime: &yes, DurationMs: 13, DrainTimeoutMs: 2000, Detail: "exit=drained"})
 	if !m.d.IgnoreDemotion {
@@ -274,7 +286,7 @@ func (m *model) shutdown(p *pod) {
 	p.leader, p.writing = false, false
 	m.now = m.now.Add(time.Duration(took * float64(time.Millisecond)))
 	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeAborted, Epoch: p.term, Count: 1, DurationMs: took,
-		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=0 dropped=1", p.writes+1, p.writes)})
+		Detail: fmt.Sprintf("enqueued=%d forwarded=%d drained=0 dropped=1", p.termSeq+1, p.termSeq)})
 	yes := true
 	m.emit(p, eventlog.Event{Kind: eventlog.KindBridgeJoined, Epoch: p.term, JoinedInTime: &yes, DurationMs: took + 1, DrainTimeoutMs: 2000, Detail: "exit=aborted"})
 	m.emit(p, eventlog.Event{Kind: eventlog.KindStopped})
@@ -308,6 +320,16 @@ func (m *model) tick(successor *pod) {
 			}
 		}
 	}
+}
+
+// ip is the address pod sent from.
+func (m *model) ip(name string) string {
+	for _, p := range m.pods {
+		if p.name == name {
+			return p.ip
+		}
+	}
+	return ""
 }
 
 // WitnessOf is the client-side history a witness in front of the sink

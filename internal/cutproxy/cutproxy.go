@@ -4,6 +4,7 @@
 package cutproxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -15,6 +16,7 @@ import (
 type Proxy struct {
 	ln     net.Listener
 	target string
+	dialer net.Dialer
 	mu     sync.Mutex
 	cut    bool
 	open   map[net.Conn]bool
@@ -22,12 +24,25 @@ type Proxy struct {
 }
 
 // New listens on a loopback port and forwards to target (host:port).
-func New(target string) (*Proxy, error) {
+func New(target string) (*Proxy, error) { return NewFrom(target, "") }
+
+// NewFrom is New dialling target from the local address from (an IP such
+// as 127.1.0.3; "" lets the kernel choose): the server then sees the
+// proxied process at an address of its own, as a pod has its own IP.
+func NewFrom(target, from string) (*Proxy, error) {
+	var d net.Dialer
+	if from != "" {
+		ip := net.ParseIP(from)
+		if ip == nil {
+			return nil, fmt.Errorf("cutproxy: local address %q is not an IP", from)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, open: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, dialer: d, open: map[net.Conn]bool{}}
 	go p.serve()
 	return p, nil
 }
@@ -48,7 +63,7 @@ func (p *Proxy) serve() {
 			continue
 		}
 		p.mu.Unlock()
-		up, err := net.Dial("tcp", p.target)
+		up, err := p.dialer.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
 			continue

@@ -80,6 +80,7 @@ func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error)
 	}
 	d := &deployment{t: t, ns: ns}
 	d.logs = collect.FollowLogs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
+	d.ips = collect.WatchPodIPs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
 	return d, nil
 }
 
@@ -88,6 +89,7 @@ type deployment struct {
 	t    *Target
 	ns   string
 	logs *collect.LogFollower
+	ips  *collect.PodIPWatcher // the reconcilers' pod IPs, for the witness's sources
 }
 
 func (d *deployment) Events() driver.EventLog { return d.logs }
@@ -95,6 +97,7 @@ func (d *deployment) Sink() driver.Sink       { return sink{d} }
 
 // Close deletes the namespace, unless the target keeps them.
 func (d *deployment) Close(ctx context.Context) error {
+	d.ips.Stop() // a second Stop returns at once
 	if d.t.opt.Keep {
 		d.t.log("keeping namespace %s", d.ns)
 		return nil

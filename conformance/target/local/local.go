@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fencecheck/fencecheck/conformance/driver"
+	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
@@ -92,6 +93,8 @@ type deployment struct {
 	mu    sync.Mutex
 	procs []*proc // every reconciler started, exited ones too
 	next  int     // the next pod's number
+	// podIPs: the address each reconciler reached the witness from.
+	podIPs []history.PodIP
 }
 
 // Deploy starts the sink and the witness in front of it, waits until they

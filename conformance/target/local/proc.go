@@ -78,7 +78,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	sink, err := cutproxy.New(d.witnessAddr)
+	sink, err := cutproxy.NewFrom(d.witnessAddr, d.addrOf(pod))
 	if err != nil {
 		api.Close()
 		return nil, err
