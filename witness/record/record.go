@@ -70,6 +70,9 @@ type Operation struct {
 	AnswerLen int64 `json:"answer_len,omitempty"`
 	// Error says why an Info operation has no definite answer.
 	Error string `json:"error,omitempty"`
+	// Nemesis is what the witness's own fault injection did to this
+	// operation, nil when it did nothing.
+	Nemesis *Fault `json:"nemesis,omitempty"`
 }
 
 // EpochValid reports whether the request carried a well-formed epoch.
