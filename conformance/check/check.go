@@ -68,6 +68,9 @@ const (
 	FailoverLiveness   = "failover-liveness"
 	WitnessAgrees      = "witness-agrees"
 	Linearizable       = "linearizable"
+	// The witness nemesis's checks (nemesis.go).
+	HeldWritesRejected      = "held-writes-rejected"
+	LostAnswersDeduplicated = "lost-answers-deduplicated"
 )
 
 // All is every checker, in report order.
@@ -89,6 +92,8 @@ var All = []Checker{
 	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
 	{Linearizable, "the witness's history and the final records are linearizable against the contract's fenced register (porcupine)", []string{wit, state}, checkLinearizable},
 	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
+	{HeldWritesRejected, "every write the witness held until the sink answered a higher fence is answered 409 (none committed)", []string{wit}, checkHeldWrites},
+	{LostAnswersDeduplicated, "every write whose answer the witness lost is retried with its Idempotency-Key and answered OK_DUP (committed once)", []string{wit}, checkLostAnswers},
 }
 
 // ByName finds a checker.
