@@ -25,6 +25,7 @@ type Spec struct {
 	Replicas       int
 	ReconcilerArgs []string // appended to the reconciler's own flags
 	SinkArgs       []string // appended to the sink's own flags
+	WitnessArgs    []string // appended to the witness's own flags (its nemesis)
 }
 
 // Target runs the components under test somewhere.

@@ -109,7 +109,7 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 		func(ctx context.Context) (bool, error) { _, _, err := d.client.Floor(ctx); return err == nil, err }); err != nil {
 		return err
 	}
-	if err := d.startServer(ctx, "witness", d.t.opt.WitnessBin, []string{"--listen", d.witnessAddr, "--admin", d.witnessAdmin, "--upstream", "http://" + d.sinkAddr},
+	if err := d.startServer(ctx, "witness", d.t.opt.WitnessBin, append([]string{"--listen", d.witnessAddr, "--admin", d.witnessAdmin, "--upstream", "http://" + d.sinkAddr}, spec.WitnessArgs...),
 		func(ctx context.Context) (bool, error) { return httpOK(ctx, "http://"+d.witnessAdmin+"/healthz") }); err != nil {
 		return err
 	}
