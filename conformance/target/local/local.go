@@ -262,7 +262,11 @@ func (e events) Stop(context.Context) (map[string][]eventlog.Event, []string) {
 type sink struct{ d *deployment }
 
 func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
-	return s.d.client.History(ctx)
+	as, dropped, err := s.d.client.HistoryWithDropped(ctx)
+	if err != nil {
+		return as, err
+	}
+	return as, driver.DroppedErr(dropped)
 }
 
 func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {
