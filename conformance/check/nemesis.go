@@ -29,25 +29,33 @@ func upstreamInterval(o record.Operation, call, ret int64, ns func(time.Time) in
 	return call, max(call, ret)
 }
 
+// faultOps are the witness's operations, or INCONCLUSIVE without a witness.
+func faultOps(s *history.Scenario, e *evidence) ([]record.Operation, bool) {
+	if s.Witness == nil {
+		e.unknownf("no witness history")
+		return nil, false
+	}
+	return s.Witness.Operations, true
+}
+
 // checkHeldWrites: every write the witness held and released after the
 // sink answered a higher fence was answered 409 (so none committed); a
 // write released just before such a fence (the race mode) is judged by
 // the sink-side checks, but its release counts as the fault taking effect.
 func checkHeldWrites(s *history.Scenario) Verdict {
 	var e evidence
-	w := s.Witness
-	if w == nil {
-		e.unknownf("no witness history")
+	ops, ok := faultOps(s, &e)
+	if !ok {
 		return e.verdict()
 	}
 	fences := map[uint64]record.Operation{}
-	for _, o := range w.Operations {
+	for _, o := range ops {
 		if o.Nemesis != nil && len(o.Nemesis.Releases) > 0 {
 			fences[o.ID] = o
 		}
 	}
 	after, before, expired := 0, 0, 0
-	for _, o := range w.Operations {
+	for _, o := range ops {
 		f := o.Nemesis
 		if f == nil || !f.Held {
 			continue
@@ -102,19 +110,18 @@ func verb(o record.Operation) string {
 // committed once.
 func checkLostAnswers(s *history.Scenario) Verdict {
 	var e evidence
-	w := s.Witness
-	if w == nil {
-		e.unknownf("no witness history")
+	ops, ok := faultOps(s, &e)
+	if !ok {
 		return e.verdict()
 	}
 	byIdem := map[string][]record.Operation{}
-	for _, o := range w.Operations {
+	for _, o := range ops {
 		if o.Method == http.MethodPut && o.IdempotencyKey != "" {
 			byIdem[o.IdempotencyKey] = append(byIdem[o.IdempotencyKey], o)
 		}
 	}
 	lost, judged, unretried := 0, 0, 0
-	for _, o := range w.Operations {
+	for _, o := range ops {
 		if o.Nemesis == nil || !o.Nemesis.LostAnswer {
 			continue
 		}
