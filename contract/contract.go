@@ -21,6 +21,10 @@ const (
 	// changes whenever the sink process restarts, so certify can tell that
 	// a restart really happened.
 	HeaderInstanceID = "Sink-Instance-Id"
+	// HeaderHistoryDropped is the reference sink's answer header on GET
+	// /v1/history: how many attempts past its history limit were answered
+	// but not kept (a history with a non-zero count is incomplete).
+	HeaderHistoryDropped = "X-Fencecheck-History-Dropped"
 
 	// MaxValueBytes is the largest record value a sink must accept.
 	MaxValueBytes = 1 << 20

@@ -71,6 +71,9 @@ type answer struct {
 	// notSent: the upstream could not be reached (dial failed), so the
 	// request certainly took no effect.
 	notSent bool
+	// lost: a definite answer the nemesis did not pass back (it closes the
+	// client's connection instead); the operation keeps its type.
+	lost bool
 }
 
 // value is what the body tap saw of the request body.

@@ -40,6 +40,8 @@ type Config struct {
 	Timeout time.Duration
 	// Transport reaches the upstream; nil means NewTransport().
 	Transport http.RoundTripper
+	// Nemesis are the faults the witness injects (none by default).
+	Nemesis NemesisConfig
 }
 
 // Witness is the proxy (ServeHTTP) and its history (History, Admin).
@@ -49,6 +51,7 @@ type Witness struct {
 	rt       http.RoundTripper
 	log      *opLog
 	met      *metrics
+	nem      *nemesis // nil: no faults, every request is forwarded as is
 	instance string
 	started  time.Time
 	// gate, while closed, refuses client requests (the sink-crash nemesis).
@@ -78,13 +81,20 @@ func New(cfg Config) (*Witness, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = NewTransport()
 	}
+	if err := cfg.Nemesis.Validate(); err != nil {
+		return nil, err
+	}
 	id := make([]byte, 8)
 	rand.Read(id)
-	return &Witness{
+	wt := &Witness{
 		up: up, timeout: cfg.Timeout, rt: cfg.Transport,
 		log: newOpLog(cfg.MaxOps), met: newMetrics(),
 		instance: hex.EncodeToString(id), started: time.Now(),
-	}, nil
+	}
+	if cfg.Nemesis.On() {
+		wt.nem = newNemesis(cfg.Nemesis)
+	}
+	return wt, nil
 }
 
 // ParseUpstream checks an upstream base URL: http or https, a host, no
@@ -125,7 +135,12 @@ func (wt *Witness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tap := newBodyTap(r.Body)
 	op, slot := wt.log.invoke(requestOp(r), time.Now())
 	wt.met.inFlight.Inc()
-	a := wt.forward(w, r, tap)
+	var a answer
+	if wt.nem != nil {
+		a = wt.nem.serve(wt, w, r, tap, &op)
+	} else {
+		a = wt.forward(w, r, tap)
+	}
 	op = finish(op, tap.value(), a)
 	op.Completed = time.Now()
 	wt.log.complete(slot, op)
@@ -133,8 +148,8 @@ func (wt *Witness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if wt.completed != nil {
 		wt.completed(op)
 	}
-	if a.err != "" {
-		// No definite answer: break the client's connection, as the
+	if a.err != "" || a.lost {
+		// No definite answer (or one the nemesis loses): break the client's connection, as the
 		// upstream's failure would have; never a made-up 502 that a
 		// client could take for the sink's answer.
 		panic(http.ErrAbortHandler)
@@ -149,9 +164,7 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	defer cancel()
 	resp, err := wt.rt.RoundTrip(wt.outbound(ctx, r, tap))
 	if err != nil {
-		var oe *net.OpError
-		notSent := errors.As(err, &oe) && oe.Op == "dial"
-		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: notSent}
+		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: dialFailed(err)}
 	}
 	defer resp.Body.Close()
 	h := w.Header()
@@ -190,6 +203,12 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	}
 	a.body, a.truncated = c.buf, c.truncated
 	return a
+}
+
+// dialFailed: the upstream was never reached, so nothing was sent.
+func dialFailed(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // outbound is r addressed to the upstream: same method, path, query,

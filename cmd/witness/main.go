@@ -14,6 +14,17 @@
 //	--timeout 10s                one upstream exchange, answer included; past it
 //	                             the operation is info and the client's connection is cut
 //
+// The nemesis (off by default; docs/architecture.md, "The witness's nemesis"):
+//
+//	--hold-writes-after N        once N PUTs were answered with a fresh OK, hold every PUT
+//	                             of epoch <= E (the highest committed) until a fence above E
+//	                             is answered OK, then deliver them before that answer goes back
+//	--race-lag D                 with held writes: release them before the fence instead and
+//	                             forward the fence D later (a race at the sink, in a known order)
+//	--max-hold D                 a hold no fence ends is sent anyway after D (default 60s)
+//	--lose-answers-every N       lose the answer of every N-th PUT answered with a fresh OK
+//	                             (read it, then close the client's connection)
+//
 // --help prints this; an unknown flag or a bad value is an error (exit 2).
 // SIGTERM or SIGINT: stop accepting, finish in-flight requests (up to
 // --timeout + 5s), exit 0. The history lives in memory only (the process
@@ -60,6 +71,7 @@ type options struct {
 	listen, admin, upstream string
 	maxOps                  int
 	timeout                 time.Duration
+	nemesis                 witness.NemesisConfig
 }
 
 func parseFlags(args []string, out io.Writer) (options, error) {
@@ -71,6 +83,10 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.upstream, "upstream", "http://sink:8080", "the sink's base URL")
 	fs.IntVar(&o.maxOps, "max-ops", witness.DefaultMaxOps, "operations kept; past it they are counted as dropped")
 	fs.DurationVar(&o.timeout, "timeout", witness.DefaultTimeout, "upper bound of one upstream exchange")
+	fs.IntVar(&o.nemesis.HoldAfter, "hold-writes-after", 0, "nemesis: after N fresh OK PUTs hold writes of epoch <= the highest committed until a higher fence (0: off)")
+	fs.DurationVar(&o.nemesis.RaceLag, "race-lag", 0, "nemesis: release held writes before the fence and forward the fence this much later (0: after its answer)")
+	fs.DurationVar(&o.nemesis.MaxHold, "max-hold", witness.DefaultMaxHold, "nemesis: a hold no fence ends is sent anyway after this")
+	fs.IntVar(&o.nemesis.LoseEvery, "lose-answers-every", 0, "nemesis: lose the answer of every N-th PUT answered with a fresh OK (0: off)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: witness [flags]\n\nThe harness's recording proxy in front of the sink (see docs/architecture.md).\n\nflags:\n")
 		fs.PrintDefaults()
@@ -91,13 +107,16 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	if _, err := witness.ParseUpstream(o.upstream); err != nil {
 		return o, err
 	}
+	if err := o.nemesis.Validate(); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
 // serve runs both listeners until ctx ends, then drains them. ready, if
 // set, is told the bound addresses (tests listen on port 0).
 func serve(ctx context.Context, o options, log *slog.Logger, ready func(proxy, admin string)) error {
-	wt, err := witness.New(witness.Config{Upstream: o.upstream, MaxOps: o.maxOps, Timeout: o.timeout})
+	wt, err := witness.New(witness.Config{Upstream: o.upstream, MaxOps: o.maxOps, Timeout: o.timeout, Nemesis: o.nemesis})
 	if err != nil {
 		return err
 	}
@@ -118,7 +137,8 @@ func serve(ctx context.Context, o options, log *slog.Logger, ready func(proxy, a
 	go func() { errc <- proxy.Serve(pln) }()
 	go func() { errc <- admin.Serve(aln) }()
 	log.Info("witness listening", "proxy", pln.Addr().String(), "admin", aln.Addr().String(),
-		"upstream", o.upstream, "max_ops", o.maxOps, "timeout", o.timeout.String(), "instance", wt.History().Instance)
+		"upstream", o.upstream, "max_ops", o.maxOps, "timeout", o.timeout.String(), "instance", wt.History().Instance,
+		"hold_writes_after", o.nemesis.HoldAfter, "race_lag", o.nemesis.RaceLag.String(), "lose_answers_every", o.nemesis.LoseEvery)
 	if ready != nil {
 		ready(pln.Addr().String(), aln.Addr().String())
 	}

@@ -76,15 +76,24 @@ func TestServeAndShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	resp, err = http.Get("http://" + a.admin + witness.PathHistory)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The client has its answer a moment before the witness completes the
+	// operation: wait for it, with a deadline.
 	var h record.History
-	err = json.NewDecoder(resp.Body).Decode(&h)
-	resp.Body.Close()
-	if err != nil || len(h.Operations) != 1 || h.Operations[0].Type != record.OK {
-		t.Fatalf("history %+v %v, want the one ok fence", h, err)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		resp, err = http.Get("http://" + a.admin + witness.PathHistory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = record.History{}
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err == nil && len(h.Operations) == 1 && h.Operations[0].Type == record.OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history %+v %v, want the one ok fence", h, err)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	// On the proxied port the history's path is just another request for the upstream.
 	resp, err = http.Get("http://" + a.proxy + witness.PathHistory)

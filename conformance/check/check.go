@@ -69,6 +69,9 @@ const (
 	FailoverLiveness   = "failover-liveness"
 	WitnessAgrees      = "witness-agrees"
 	Linearizable       = "linearizable"
+	// The witness nemesis's checks (nemesis.go).
+	HeldWritesRejected      = "held-writes-rejected"
+	LostAnswersDeduplicated = "lost-answers-deduplicated"
 )
 
 // All is every checker, in report order.
@@ -93,6 +96,8 @@ var All = []Checker{
 	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
 	{FloorSurvivesRestart, "after a sink SIGKILL and restart, the harness's probe below the floor acknowledged before the crash is refused 409 (witness)", []string{wit}, checkFloorSurvivesRestart},
 	{AckedWritesDurable, "every write a client saw acknowledged is in the final state with its value or a later write's (witness + final reads)", []string{wit, state}, checkAckedWritesDurable},
+	{HeldWritesRejected, "every write the witness held until the sink answered a higher fence is answered 409 (none committed)", []string{wit}, checkHeldWrites},
+	{LostAnswersDeduplicated, "every write whose answer the witness lost is retried with its Idempotency-Key and answered OK_DUP (committed once)", []string{wit}, checkLostAnswers},
 }
 
 // ByName finds a checker.

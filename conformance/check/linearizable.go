@@ -65,11 +65,12 @@ func linOps(s *history.Scenario) linHistory {
 		if in.Kind == fencemodel.Put || in.Kind == fencemodel.Get {
 			keys[in.Key] = true
 		}
-		ret := end
+		call, ret := ns(o.Invoked), end
 		if !o.Completed.IsZero() {
 			ret = ns(o.Completed)
 		}
-		h.ops = append(h.ops, porcupine.Operation{ClientId: c, Input: in, Call: ns(o.Invoked), Output: out, Return: ret})
+		call, ret = upstreamInterval(o, call, ret, ns)
+		h.ops = append(h.ops, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
 	}
 	final := map[string]contract.Record{}
 	for _, r := range s.FinalRecords {

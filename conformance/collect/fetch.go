@@ -12,17 +12,19 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 )
 
-// SinkHistory fetches GET /v1/history through the service proxy.
-func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port string) ([]contract.Attempt, error) {
-	b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathHistory, nil).DoRaw(ctx)
+// SinkHistory fetches GET /v1/history through the service proxy, and how
+// many attempts the sink says it left out (contract.HeaderHistoryDropped).
+func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port string) ([]contract.Attempt, uint64, error) {
+	b, hdr, err := ServiceGet(ctx, client, namespace, service, port, contract.PathHistory)
 	if err != nil {
-		return nil, fmt.Errorf("sink history via %s/%s:%s: %w", namespace, service, port, err)
+		return nil, 0, fmt.Errorf("sink history: %w", err)
 	}
 	var h contract.HistoryResponse
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("sink history: bad body: %w", err)
+		return nil, 0, fmt.Errorf("sink history: bad body: %w", err)
 	}
-	return h.Attempts, nil
+	dropped, err := contract.ParseHistoryDropped(hdr.Get(contract.HeaderHistoryDropped))
+	return h.Attempts, dropped, err
 }
 
 // SinkRecords reads the final record of each key; a key only ever

@@ -98,7 +98,8 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	if s.lease, err = collect.WatchLease(ctx, dr.Target.Kube(), s.NS, leader.LeaseName, leader.TermAnnotation, dr.Logf); err != nil {
 		return s, err
 	}
-	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args()}
+	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
+		WitnessArgs: d.Nemesis.Args()}
 	if err := s.phase(scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) }); err != nil {
 		return s, err
 	}

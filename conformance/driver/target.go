@@ -25,6 +25,7 @@ type Spec struct {
 	Replicas       int
 	ReconcilerArgs []string // appended to the reconciler's own flags
 	SinkArgs       []string // appended to the sink's own flags
+	WitnessArgs    []string // appended to the witness's own flags (its nemesis)
 }
 
 // Target runs the components under test somewhere.
@@ -84,7 +85,9 @@ type Deployment interface {
 
 // Sink reads the sink under test.
 type Sink interface {
-	// History is every attempt the sink received (GET /v1/history).
+	// History is every attempt the sink received (GET /v1/history); a
+	// *HistoryDropped error comes with the attempts when the sink says it
+	// left some out.
 	History(ctx context.Context) ([]contract.Attempt, error)
 	// Records reads the final record of each key; keys with no record are
 	// left out.

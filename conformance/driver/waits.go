@@ -84,7 +84,7 @@ func Poll(ctx context.Context, timeout time.Duration, what string, cond func(con
 func (s *Session) waitSink(ctx context.Context, what string, n int, match func(contract.Attempt) bool) error {
 	return s.poll(ctx, what, func(ctx context.Context) (bool, error) {
 		as, err := s.dep.Sink().History(ctx)
-		if err != nil {
+		if err != nil && !isDropped(err) {
 			return false, err
 		}
 		c := 0

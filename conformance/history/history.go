@@ -87,6 +87,7 @@ type Config struct {
 	IgnoreDemotion bool     `json:"ignore_demotion,omitempty"`
 	ReconcilerArgs []string `json:"reconciler_args,omitempty"`
 	SinkArgs       []string `json:"sink_args,omitempty"`
+	WitnessArgs    []string `json:"witness_args,omitempty"`
 }
 
 // Phase is one timed step of a scenario (deploy, inject, heal, collect ...).

@@ -39,11 +39,13 @@ type Def struct {
 	// its writes fail and retry and the bridge holds a backlog when the
 	// producer stops (a fast in-cluster sink never lets one build up).
 	CutSinkToo bool
-	Expect     map[string]history.Expectation
 	// Exclusive: the scenario needs the whole cluster (it disturbs a node
 	// or the apiserver, or times something other scenarios' load would
 	// skew), so the suite runs it alone, after the others.
 	Exclusive bool
+	// Nemesis is the faults the witness injects (nemesis.go); none by default.
+	Nemesis WitnessNemesis
+	Expect  map[string]history.Expectation
 }
 
 // Timing is the lease and bridge timing every scenario runs with.
@@ -96,7 +98,8 @@ func (t Timing) Config(d Def) history.Config {
 	return history.Config{LeaseDuration: history.Duration(t.LeaseDuration), RenewDeadline: history.Duration(t.RenewDeadline),
 		RetryPeriod: history.Duration(t.RetryPeriod), DrainTimeout: history.Duration(t.DrainTimeout),
 		WriteInterval: history.Duration(t.WriteInterval), AbortLimit: history.Duration(t.AbortLimit), FencingRequired: true,
-		IgnoreDemotion: d.Reconciler.IgnoreDemotion, ReconcilerArgs: t.ReconcilerArgs(d), SinkArgs: d.Sink.Args()}
+		IgnoreDemotion: d.Reconciler.IgnoreDemotion, ReconcilerArgs: t.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
+		WitnessArgs: d.Nemesis.Args()}
 }
 
 // safety is what every correct run must show.

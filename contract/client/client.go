@@ -123,16 +123,33 @@ func (c *Client) Get(ctx context.Context, key string) (rec contract.Record, foun
 
 // History fetches every attempt the sink recorded (reference sink only).
 func (c *Client) History(ctx context.Context) ([]contract.Attempt, error) {
-	rep, err := c.do(ctx, http.MethodGet, contract.PathHistory, nil, nil)
+	as, _, err := c.HistoryWithDropped(ctx)
+	return as, err
+}
+
+// HistoryWithDropped is History and how many attempts the sink says it
+// left out (contract.HeaderHistoryDropped; 0 when it does not say).
+func (c *Client) HistoryWithDropped(ctx context.Context) ([]contract.Attempt, uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+contract.PathHistory, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if rep.Status != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: status %d body %q", contract.PathHistory, rep.Status, rep.Body)
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return nil, 0, fmt.Errorf("GET %s: reading body: %w", contract.PathHistory, err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, 0, fmt.Errorf("GET %s: status %d body %.200q", contract.PathHistory, resp.StatusCode, b)
 	}
 	var h contract.HistoryResponse
-	if err := json.Unmarshal(rep.Body, &h); err != nil {
-		return nil, fmt.Errorf("GET %s: bad body: %w", contract.PathHistory, err)
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, 0, fmt.Errorf("GET %s: bad body: %w", contract.PathHistory, err)
 	}
-	return h.Attempts, nil
+	dropped, err := contract.ParseHistoryDropped(resp.Header.Get(contract.HeaderHistoryDropped))
+	return h.Attempts, dropped, err
 }

@@ -74,6 +74,9 @@ type Operation struct {
 	// (HarnessProbe), "" for a client's request: checks that judge the
 	// clients (who sent what, when they stopped) leave it out.
 	Harness string `json:"harness,omitempty"`
+	// Nemesis is what the witness's own fault injection did to this
+	// operation, nil when it did nothing.
+	Nemesis *Fault `json:"nemesis,omitempty"`
 }
 
 // HarnessProbe marks the harness's probe write after a sink restart.

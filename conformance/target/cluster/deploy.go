@@ -77,7 +77,7 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	if err := d.create(ctx, "manifests/sink", SinkDeployment, spec.SinkArgs, 0); err != nil {
 		return err
 	}
-	if err := d.create(ctx, "manifests/witness", WitnessDeployment, nil, 0); err != nil {
+	if err := d.create(ctx, "manifests/witness", WitnessDeployment, spec.WitnessArgs, 0); err != nil {
 		return err
 	}
 	for _, dep := range []string{SinkDeployment, WitnessDeployment} {

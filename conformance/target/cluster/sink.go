@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
@@ -16,7 +17,11 @@ import (
 type sink struct{ d *deployment }
 
 func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
-	return collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort)
+	as, dropped, err := collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort)
+	if err != nil {
+		return as, err
+	}
+	return as, driver.DroppedErr(dropped)
 }
 
 func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {

@@ -112,7 +112,7 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 		func(ctx context.Context) (bool, error) { _, _, err := d.client.Floor(ctx); return err == nil, err }); err != nil {
 		return err
 	}
-	if err := d.startServer(ctx, "witness", d.t.opt.WitnessBin, []string{"--listen", d.witnessAddr, "--admin", d.witnessAdmin, "--upstream", "http://" + d.sinkAddr},
+	if err := d.startServer(ctx, "witness", d.t.opt.WitnessBin, append([]string{"--listen", d.witnessAddr, "--admin", d.witnessAdmin, "--upstream", "http://" + d.sinkAddr}, spec.WitnessArgs...),
 		func(ctx context.Context) (bool, error) { return httpOK(ctx, "http://"+d.witnessAdmin+"/healthz") }); err != nil {
 		return err
 	}
@@ -265,7 +265,11 @@ func (e events) Stop(context.Context) (map[string][]eventlog.Event, []string) {
 type sink struct{ d *deployment }
 
 func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
-	return s.d.client.History(ctx)
+	as, dropped, err := s.d.client.HistoryWithDropped(ctx)
+	if err != nil {
+		return as, err
+	}
+	return as, driver.DroppedErr(dropped)
 }
 
 func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {

@@ -1,0 +1,338 @@
+package witness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/witness/record"
+)
+
+// The witness's nemesis: faults of the network between the reconcilers and
+// the sink, injected by the harness's own proxy and recorded in the
+// operations they touch (record.Fault). Off by default; a witness without
+// it pays one nil check per request.
+
+// NemesisConfig switches the faults on (the zero value: none).
+type NemesisConfig struct {
+	// HoldAfter > 0: once HoldAfter PUTs were answered with a fresh OK,
+	// hold every PUT whose epoch is at most E (the highest epoch committed
+	// by then) until a fence above E arrives, then deliver them: a write
+	// sent before the takeover that reaches the sink after the new
+	// leader's fence. One hold per witness: it does not arm again.
+	HoldAfter int
+	// RaceLag > 0: release the held writes before that fence is forwarded,
+	// and forward it RaceLag later, so a write and the fence that should
+	// stop it are at the sink at once in a known order. 0: release them
+	// once the sink has answered the fence OK.
+	RaceLag time.Duration
+	// MaxHold bounds a hold no fence releases (0: DefaultMaxHold); such a
+	// write is sent anyway and marked expired.
+	MaxHold time.Duration
+	// LoseEvery > 0: of the PUTs answered with a fresh OK, lose the answer
+	// of every LoseEvery-th: read it, then close the client's connection.
+	LoseEvery int
+}
+
+// DefaultMaxHold bounds a hold that no fence releases.
+const DefaultMaxHold = 60 * time.Second
+
+// maxHeldBody bounds a held request body (kept in memory while held).
+const maxHeldBody = 1 << 20
+
+// On reports whether any fault is switched on.
+func (c NemesisConfig) On() bool { return c.HoldAfter > 0 || c.LoseEvery > 0 }
+
+// Validate rejects settings that cannot mean anything.
+func (c NemesisConfig) Validate() error {
+	switch {
+	case c.HoldAfter < 0 || c.LoseEvery < 0:
+		return fmt.Errorf("witness: hold-after and lose-every must not be negative (%d, %d)", c.HoldAfter, c.LoseEvery)
+	case c.RaceLag < 0 || c.MaxHold < 0:
+		return fmt.Errorf("witness: race lag and max hold must not be negative (%s, %s)", c.RaceLag, c.MaxHold)
+	case c.RaceLag > 0 && c.HoldAfter == 0:
+		return errors.New("witness: a race lag needs held writes (hold-after > 0)")
+	}
+	return nil
+}
+
+// nemesis is the faults' state. Its decisions (hold, answered, take,
+// expire) are pure bookkeeping under one lock; nemesis_test.go drives them
+// without sockets.
+type nemesis struct {
+	cfg NemesisConfig
+
+	mu       sync.Mutex
+	okPuts   int    // PUTs answered with a fresh OK
+	highOK   uint64 // the highest epoch among them
+	armed    bool   // holding writes of epoch <= epoch
+	released bool   // the one hold is over
+	epoch    uint64
+	held     []*heldWrite
+}
+
+func newNemesis(cfg NemesisConfig) *nemesis {
+	if cfg.MaxHold == 0 {
+		cfg.MaxHold = DefaultMaxHold
+	}
+	return &nemesis{cfg: cfg}
+}
+
+// heldWrite is one write the witness keeps from the sink.
+type heldWrite struct {
+	id          uint64
+	release     chan struct{} // closed when a fence releases it
+	answered    chan struct{} // closed once the upstream answered (or failed)
+	by          uint64        // the releasing fence's operation id
+	beforeFence bool
+	taken       bool // released or expired (under nemesis.mu)
+}
+
+// hold decides whether the PUT op is held, and registers it if so.
+func (n *nemesis) hold(op record.Operation) (*heldWrite, uint64) {
+	if !op.EpochValid() {
+		return nil, 0
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.armed || n.released || op.Epoch > n.epoch {
+		return nil, 0
+	}
+	h := &heldWrite{id: op.ID, release: make(chan struct{}), answered: make(chan struct{})}
+	n.held = append(n.held, h)
+	return h, n.epoch
+}
+
+// answered counts a PUT's answer (arming the hold at the HoldAfter-th
+// fresh OK) and says whether to lose it.
+func (n *nemesis) answered(status int, result string, epoch uint64) (lose bool) {
+	if status < 200 || status > 299 || result != contract.ResultOK {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.okPuts++
+	n.highOK = max(n.highOK, epoch)
+	if n.cfg.HoldAfter > 0 && !n.armed && n.okPuts >= n.cfg.HoldAfter {
+		n.armed, n.epoch = true, n.highOK
+	}
+	return n.cfg.LoseEvery > 0 && n.okPuts%n.cfg.LoseEvery == 0
+}
+
+// holding reports whether a hold is armed and not yet released.
+func (n *nemesis) holding() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.armed && !n.released
+}
+
+// take ends the hold for a fence of epoch above E: it returns the held
+// writes, marked released by fence (nil if the fence does not release).
+func (n *nemesis) take(fence, epoch uint64, beforeFence bool) []*heldWrite {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.armed || n.released || epoch <= n.epoch {
+		return nil
+	}
+	n.released = true
+	hs := n.held
+	n.held = nil
+	for _, h := range hs {
+		h.taken, h.by, h.beforeFence = true, fence, beforeFence
+	}
+	return hs
+}
+
+// expire gives up on h after the hold limit; false if a fence took it first.
+func (n *nemesis) expire(h *heldWrite) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if h.taken {
+		return false
+	}
+	h.taken = true
+	for i, x := range n.held {
+		if x == h {
+			n.held = append(n.held[:i:i], n.held[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// serve runs one request through the faults; requests they leave alone
+// are forwarded as ever.
+func (n *nemesis) serve(wt *Witness, w http.ResponseWriter, r *http.Request, tap *bodyTap, op *record.Operation) answer {
+	switch {
+	case op.Method == http.MethodPut && op.Key != "":
+		if h, e := n.hold(*op); h != nil {
+			return n.serveHeld(wt, w, r, tap, op, h, e)
+		}
+		if n.cfg.LoseEvery > 0 {
+			return n.serveLosable(wt, w, r, tap, op)
+		}
+		a := wt.forward(w, r, tap)
+		var wr contract.WriteResponse
+		if a.err == "" && !a.truncated && json.Unmarshal(a.body, &wr) == nil {
+			n.answered(a.status, wr.Result, wr.Epoch)
+		}
+		return a
+	case op.Method == http.MethodPost && op.Path == contract.PathFence && op.EpochValid() && n.holding():
+		return n.serveFence(wt, w, r, tap, op)
+	}
+	return wt.forward(w, r, tap)
+}
+
+// serveHeld keeps the write until a fence releases it (or the limit
+// passes), then sends it, even if its client has gone: a write in flight
+// reaches the sink whatever its sender does meanwhile.
+func (n *nemesis) serveHeld(wt *Witness, w http.ResponseWriter, r *http.Request, tap *bodyTap, op *record.Operation, h *heldWrite, e uint64) answer {
+	f := &record.Fault{Held: true, HoldEpoch: e}
+	op.Nemesis = f
+	defer close(h.answered)
+	body, err := io.ReadAll(io.LimitReader(tap, maxHeldBody+1))
+	if err == nil && len(body) > maxHeldBody {
+		err = fmt.Errorf("body over %d bytes", maxHeldBody)
+	}
+	if err != nil {
+		n.expire(h)
+		return answer{err: "witness: could not hold the write: " + err.Error(), notSent: true}
+	}
+	timer := time.NewTimer(n.cfg.MaxHold)
+	select {
+	case <-h.release:
+	case <-timer.C:
+		if !n.expire(h) {
+			<-h.release
+		}
+	}
+	timer.Stop()
+	if h.by != 0 {
+		f.ReleasedBy, f.ReleasedBeforeFence = h.by, h.beforeFence
+	} else {
+		f.Expired = true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), wt.timeout)
+	defer cancel()
+	out := wt.outbound(ctx, r, tap)
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	if len(body) == 0 {
+		out.Body = http.NoBody
+	}
+	return wt.sendBuffered(ctx, w, r, tap, out, f, nil)
+}
+
+// serveLosable forwards a PUT and holds its answer back: a fresh OK whose
+// turn it is is lost (the client's connection is closed), any other answer
+// passes back.
+func (n *nemesis) serveLosable(wt *Witness, w http.ResponseWriter, r *http.Request, tap *bodyTap, op *record.Operation) answer {
+	ctx, cancel := context.WithTimeout(r.Context(), wt.timeout)
+	defer cancel()
+	f := &record.Fault{}
+	return wt.sendBuffered(ctx, w, r, tap, wt.outbound(ctx, r, tap), f, func(a answer) bool {
+		var wr contract.WriteResponse
+		if a.truncated || json.Unmarshal(a.body, &wr) != nil || !n.answered(a.status, wr.Result, wr.Epoch) {
+			return false
+		}
+		f.LostAnswer = true
+		op.Nemesis = f
+		return true
+	})
+}
+
+// serveFence forwards a fence while writes are held. A fence above E
+// releases them: after the sink answered it OK (or, with a race lag,
+// before it is forwarded); either way its answer passes back only once
+// they were answered, so the new leader's first write comes after them.
+func (n *nemesis) serveFence(wt *Witness, w http.ResponseWriter, r *http.Request, tap *bodyTap, op *record.Operation) answer {
+	ctx, cancel := context.WithTimeout(r.Context(), wt.timeout)
+	defer cancel()
+	f := &record.Fault{}
+	var hs []*heldWrite
+	release := func(beforeFence bool) {
+		hs = n.take(op.ID, op.Epoch, beforeFence)
+		for _, h := range hs {
+			f.Releases = append(f.Releases, h.id)
+			close(h.release)
+		}
+		if len(hs) > 0 {
+			op.Nemesis = f
+		}
+	}
+	if n.cfg.RaceLag > 0 {
+		release(true)
+		if len(hs) > 0 {
+			// The lag is the fault's shape (the fence trails the writes
+			// into the sink's check-then-act window), not a wait for an event.
+			t := time.NewTimer(n.cfg.RaceLag)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+	return wt.sendBuffered(ctx, w, r, tap, wt.outbound(ctx, r, tap), f, func(a answer) bool {
+		if n.cfg.RaceLag == 0 && a.status == http.StatusOK {
+			var fr contract.FenceResponse
+			if !a.truncated && json.Unmarshal(a.body, &fr) == nil && fr.Result == contract.ResultOK {
+				release(false)
+			}
+		}
+		for _, h := range hs {
+			<-h.answered // bounded: a released write's exchange has wt.timeout
+		}
+		return false
+	})
+}
+
+// sendBuffered sends out upstream and reads the whole answer before any of
+// it goes back; then lose (nil: never) decides whether to pass it back or
+// to close the client's connection. f gets the upstream's times.
+func (wt *Witness) sendBuffered(ctx context.Context, w http.ResponseWriter, r *http.Request, tap *bodyTap,
+	out *http.Request, f *record.Fault, lose func(answer) bool) answer {
+	f.Sent = time.Now()
+	resp, err := wt.rt.RoundTrip(out)
+	if err != nil {
+		f.Answered = time.Now()
+		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: dialFailed(err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxHeldBody+1))
+	f.Answered = time.Now()
+	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID), bodyLen: int64(len(body))}
+	var c capture
+	c.add(body)
+	a.body, a.truncated = c.buf, c.truncated
+	switch {
+	case err != nil:
+		a.err = wt.why(ctx, r, tap, "answer cut short", err)
+		return a
+	case len(body) > maxHeldBody:
+		a.err = fmt.Sprintf("witness: answer over %d bytes, not passed back", maxHeldBody)
+		return a
+	}
+	if lose != nil && lose(a) {
+		a.lost = true
+		return a
+	}
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	removeHopByHop(h)
+	w.WriteHeader(resp.StatusCode)
+	if _, werr := w.Write(body); werr != nil {
+		a.err = "client went away while the answer was passed back: " + werr.Error()
+	} else if ferr := http.NewResponseController(w).Flush(); ferr != nil {
+		a.err = "client went away while the answer was passed back: " + ferr.Error()
+	}
+	return a
+}

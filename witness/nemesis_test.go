@@ -1,0 +1,217 @@
+package witness
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
+	"github.com/fencecheck/fencecheck/witness/record"
+)
+
+func putOp(id, epoch uint64) record.Operation {
+	return record.Operation{ID: id, Method: http.MethodPut, Key: "k", EpochHeader: "x", Epoch: epoch}
+}
+
+func TestNemesisHoldDecisions(t *testing.T) {
+	n := newNemesis(NemesisConfig{HoldAfter: 2})
+	if h, _ := n.hold(putOp(1, 1)); h != nil {
+		t.Fatal("held before armed")
+	}
+	n.answered(http.StatusOK, contract.ResultOKDup, 1) // a duplicate is no fresh commit
+	n.answered(http.StatusConflict, contract.ResultRejectStale, 1)
+	n.answered(http.StatusOK, contract.ResultOK, 1)
+	if n.holding() {
+		t.Fatal("armed after one fresh OK, want two")
+	}
+	n.answered(http.StatusOK, contract.ResultOK, 1)
+	if !n.holding() {
+		t.Fatal("not armed after two fresh OKs")
+	}
+	h, e := n.hold(putOp(5, 1))
+	if h == nil || e != 1 {
+		t.Fatalf("a write of epoch 1 under E=1 not held: %v %d", h, e)
+	}
+	if h2, _ := n.hold(putOp(6, 2)); h2 != nil {
+		t.Fatal("a write above E held")
+	}
+	if n.hold(record.Operation{ID: 7, Method: http.MethodPut, Key: "k"}); len(n.held) != 1 {
+		t.Fatal("a write with no epoch held")
+	}
+	if hs := n.take(8, 1, false); hs != nil {
+		t.Fatal("a fence at E released the hold")
+	}
+	hs := n.take(9, 2, false)
+	if len(hs) != 1 || hs[0] != h || h.by != 9 || h.beforeFence {
+		t.Fatalf("fence 2 released %v", hs)
+	}
+	if n.expire(h) {
+		t.Fatal("a released write expired")
+	}
+	if h3, _ := n.hold(putOp(10, 1)); h3 != nil || n.holding() {
+		t.Fatal("the hold armed again after its release")
+	}
+}
+
+func TestNemesisExpireAndLose(t *testing.T) {
+	n := newNemesis(NemesisConfig{HoldAfter: 1, LoseEvery: 3})
+	var lost []int
+	for i := 1; i <= 7; i++ {
+		if n.answered(http.StatusOK, contract.ResultOK, 1) {
+			lost = append(lost, i)
+		}
+	}
+	if len(lost) != 2 || lost[0] != 3 || lost[1] != 6 {
+		t.Fatalf("lost the answers of fresh OKs %v, want [3 6]", lost)
+	}
+	h, _ := n.hold(putOp(1, 1))
+	if !n.expire(h) || len(n.held) != 0 {
+		t.Fatal("a held write did not expire")
+	}
+	if hs := n.take(2, 2, true); len(hs) != 0 {
+		t.Fatalf("an expired write was released: %v", hs)
+	}
+}
+
+func TestNemesisConfigValidate(t *testing.T) {
+	for _, c := range []NemesisConfig{{HoldAfter: -1}, {LoseEvery: -1}, {RaceLag: time.Millisecond}, {HoldAfter: 1, MaxHold: -time.Second}} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if (NemesisConfig{}).On() {
+		t.Error("the zero config is on")
+	}
+}
+
+// nemesisRig is a witness with faults in front of the reference sink.
+func nemesisRig(t *testing.T, cfg NemesisConfig) (*rig, *client.Client, *client.Client) {
+	s := startSink(t)
+	r := startRig(t, Config{Upstream: s.URL, Timeout: 5 * time.Second, Nemesis: cfg})
+	// No keep-alive: a lost answer must reach the test, not a transport retry.
+	c := &client.Client{BaseURL: r.url, HTTP: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	return r, c, &client.Client{BaseURL: s.URL}
+}
+
+// waitHeld waits until the witness holds n writes.
+func waitHeld(t *testing.T, wt *Witness, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		wt.nem.mu.Lock()
+		got := len(wt.nem.held)
+		wt.nem.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes held after 10s, want %d", got, n)
+		}
+	}
+}
+
+func TestHeldWriteReachesSinkAfterTheFenceAndIsRejected(t *testing.T) {
+	r, c, direct := nemesisRig(t, NemesisConfig{HoldAfter: 2})
+	ctx := context.Background()
+	if _, _, err := c.Fence(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if wr, _, err := c.Put(ctx, k, []byte("v1"), 1, "i-"+k); err != nil || wr.Result != contract.ResultOK {
+			t.Fatalf("put %s: %+v %v", k, wr, err)
+		}
+	}
+	for range 3 {
+		r.next(t)
+	}
+	type res struct {
+		wr  contract.WriteResponse
+		err error
+	}
+	got := make(chan res, 1)
+	go func() { wr, _, err := c.Put(ctx, "c", []byte("stale"), 1, "i-c"); got <- res{wr, err} }()
+	waitHeld(t, r.wt, 1)
+	fr, _, err := c.Fence(ctx, 2)
+	if err != nil || fr.Result != contract.ResultOK {
+		t.Fatalf("fence 2: %+v %v", fr, err)
+	}
+	if g := <-got; g.err != nil || g.wr.Result != contract.ResultRejectStale {
+		t.Fatalf("held write answered %+v %v, want REJECT_STALE_EPOCH", g.wr, g.err)
+	}
+	ops := map[uint64]record.Operation{}
+	for range 2 {
+		op := r.next(t)
+		ops[op.ID] = op
+	}
+	held, fence := ops[4], ops[5]
+	if held.Nemesis == nil || !held.Nemesis.Held || held.Nemesis.HoldEpoch != 1 || held.Nemesis.ReleasedBy != 5 || held.Status != http.StatusConflict {
+		t.Fatalf("held op %+v %+v", held, held.Nemesis)
+	}
+	if fence.Nemesis == nil || len(fence.Nemesis.Releases) != 1 || fence.Nemesis.Releases[0] != 4 {
+		t.Fatalf("fence op %+v %+v", fence, fence.Nemesis)
+	}
+	if !held.Nemesis.Sent.After(fence.Nemesis.Answered) || held.Completed.After(fence.Completed) {
+		t.Fatalf("held write sent %s, fence answered %s; held completed %s, fence completed %s",
+			held.Nemesis.Sent, fence.Nemesis.Answered, held.Completed, fence.Completed)
+	}
+	as, err := direct.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := as[len(as)-1]
+	if last.Key != "c" || last.Result != contract.ResultRejectStale {
+		t.Fatalf("the sink's last attempt is %+v, want the held write rejected", last)
+	}
+}
+
+func TestRaceLagSendsHeldWritesBeforeTheFence(t *testing.T) {
+	const lag = 50 * time.Millisecond
+	r, c, _ := nemesisRig(t, NemesisConfig{HoldAfter: 1, RaceLag: lag})
+	ctx := context.Background()
+	c.Fence(ctx, 1)
+	c.Put(ctx, "a", []byte("v"), 1, "i-a")
+	r.next(t)
+	r.next(t)
+	go c.Put(ctx, "b", []byte("v"), 1, "i-b")
+	waitHeld(t, r.wt, 1)
+	if _, _, err := c.Fence(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[uint64]record.Operation{}
+	for range 2 {
+		op := r.next(t)
+		ops[op.ID] = op
+	}
+	held, fence := ops[3], ops[4]
+	if held.Nemesis == nil || !held.Nemesis.ReleasedBeforeFence || held.Type != record.OK {
+		t.Fatalf("held op %+v %+v, want released before the fence and committed", held, held.Nemesis)
+	}
+	if d := fence.Nemesis.Sent.Sub(held.Nemesis.Sent); d < lag {
+		t.Fatalf("the fence was sent %s after the held write, want at least %s", d, lag)
+	}
+}
+
+func TestLostAnswerCommitsAndTheRetryIsADuplicate(t *testing.T) {
+	r, c, _ := nemesisRig(t, NemesisConfig{LoseEvery: 2})
+	ctx := context.Background()
+	c.Fence(ctx, 1)
+	r.next(t)
+	if wr, _, err := c.Put(ctx, "a", []byte("v"), 1, "i-a"); err != nil || wr.Result != contract.ResultOK {
+		t.Fatalf("first put: %+v %v", wr, err)
+	}
+	r.next(t)
+	if _, _, err := c.Put(ctx, "b", []byte("v"), 1, "i-b"); err == nil {
+		t.Fatal("the second fresh OK's answer was not lost")
+	}
+	lost := r.next(t)
+	if lost.Type != record.OK || lost.Result != contract.ResultOK || lost.Nemesis == nil || !lost.Nemesis.LostAnswer {
+		t.Fatalf("lost op %+v %+v", lost, lost.Nemesis)
+	}
+	if wr, _, err := c.Put(ctx, "b", []byte("v"), 1, "i-b"); err != nil || wr.Result != contract.ResultOKDup {
+		t.Fatalf("retry: %+v %v, want OK_DUP", wr, err)
+	}
+	if retry := r.next(t); retry.Nemesis != nil {
+		t.Fatalf("the retry was touched: %+v", retry.Nemesis)
+	}
+}
