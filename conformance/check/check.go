@@ -68,6 +68,7 @@ const (
 	FailoverLiveness   = "failover-liveness"
 	WitnessAgrees      = "witness-agrees"
 	Linearizable       = "linearizable"
+	StaleLeaderActed   = "stale-leader-acted"
 )
 
 // All is every checker, in report order.
@@ -88,7 +89,8 @@ var All = []Checker{
 	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},
 	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
 	{Linearizable, "the witness's history and the final records are linearizable against the contract's fenced register (porcupine)", []string{wit, state}, checkLinearizable},
-	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
+	{StaleLeaderActed, "the fault took effect: a replaced leader sent with its old term after its successor's term was granted (the Lease watch and the witness)", []string{lease, wit}, checkStaleLeaderActed},
+	{FailoverLiveness, "every takeover after a fault commits within client-go's bound (lease + 2 × jittered retry + write interval + round trips; a release: one jittered retry + ...)", []string{lease, wit}, checkTakeoverBound},
 }
 
 // ByName finds a checker.

@@ -64,6 +64,9 @@ type Deployment interface {
 	// returns when the new ones are ready and the old ones gone. The
 	// window names leader, the pod whose replacement is the takeover.
 	RollingRestart(ctx context.Context, leader string) (history.ChaosWindow, error)
+	// DeleteLease deletes the reconcilers' Lease (the replicas re-create
+	// it) and returns once the delete was accepted.
+	DeleteLease(ctx context.Context) (history.ChaosWindow, error)
 	// Status is pod's /status document.
 	Status(ctx context.Context, pod string) (json.RawMessage, error)
 	// StopReconcilers stops every reconciler (SIGTERM) and returns once
