@@ -1,6 +1,7 @@
-// Package schedule generates seeded, replayable partition schedules: how long
+// Package schedule generates seeded, replayable fault schedules: how long
 // each cut lasts (a multiple of the lease TTL), which pod it targets (the
-// leader or a follower), the gap before it and how many cuts come in a row.
+// leader or a follower), the gap before it and how many faults come in a
+// row, and, in a mixed schedule, which kind of fault each step is.
 // It is pure: the same Config always yields the same Schedule.
 package schedule
 
