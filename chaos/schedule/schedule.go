@@ -1,6 +1,7 @@
-// Package schedule generates seeded, replayable partition schedules: how long
+// Package schedule generates seeded, replayable fault schedules: how long
 // each cut lasts (a multiple of the lease TTL), which pod it targets (the
-// leader or a follower), the gap before it and how many cuts come in a row.
+// leader or a follower), the gap before it and how many faults come in a
+// row, and, in a mixed schedule, which kind of fault each step is.
 // It is pure: the same Config always yields the same Schedule.
 package schedule
 
@@ -20,6 +21,25 @@ const (
 	Follower Role = "follower"
 )
 
+// Kind is what a step does. A schedule without kinds (Config.Kinds empty)
+// is partitions only, exactly as before kinds existed; one with kinds draws
+// each step's kind by weight. A new kind is one Weight in a config and one
+// runner in the driver: the generator treats every kind but Partition alike.
+type Kind string
+
+const (
+	Partition      Kind = "partition"       // cut off from the apiserver for Length (Role: leader or follower)
+	PodDelete      Kind = "pod-delete"      // the leader pod deleted
+	LeaseDelete    Kind = "lease-delete"    // the Lease deleted
+	RollingRestart Kind = "rolling-restart" // every replica replaced, one at a time
+)
+
+// Weight is a kind's relative chance in a mixed schedule.
+type Weight struct {
+	Kind   Kind `json:"kind"`
+	Weight int  `json:"weight"`
+}
+
 // Config bounds the generator. Multiples are of the lease TTL.
 type Config struct {
 	Seed        uint64        `json:"seed"`
@@ -32,11 +52,15 @@ type Config struct {
 	MaxBurst    int           `json:"max_burst"`    // cuts in a row (back to back, no gap)
 	FollowerPct int           `json:"follower_pct"` // chance (0-100) that a step targets a follower
 	Followers   int           `json:"followers"`    // how many followers there are (replicas-1)
+	// Kinds, when set, mixes fault kinds by weight (see Kind).
+	Kinds []Weight `json:"kinds,omitempty"`
 }
 
 // Step is one partition. Gap is waited before it starts (zero inside a burst).
 type Step struct {
-	Index         int           `json:"index"`
+	Index int `json:"index"`
+	// Kind is set in mixed schedules only ("" is a partition).
+	Kind          Kind          `json:"kind,omitempty"`
 	Role          Role          `json:"role"`
 	FollowerIndex int           `json:"follower_index,omitempty"` // which follower, by sorted pod name
 	Multiple      float64       `json:"multiple"`
@@ -77,7 +101,52 @@ func (c Config) Validate() error {
 	case c.FollowerPct > 0 && c.Followers < 1:
 		return errors.New("schedule: follower_pct > 0 needs followers >= 1")
 	}
+	seen := map[Kind]bool{}
+	for _, w := range c.Kinds {
+		switch {
+		case w.Kind == "":
+			return errors.New("schedule: a kind must have a name")
+		case seen[w.Kind]:
+			return fmt.Errorf("schedule: kind %q listed twice", w.Kind)
+		case w.Weight < 1:
+			return fmt.Errorf("schedule: kind %q has weight %d, want >= 1", w.Kind, w.Weight)
+		}
+		seen[w.Kind] = true
+	}
 	return nil
+}
+
+// KindOf is the step's kind (a partition in schedules without kinds).
+func (st Step) KindOf() Kind {
+	if st.Kind == "" {
+		return Partition
+	}
+	return st.Kind
+}
+
+// Label names a step for phases and timelines: its kind, and the role
+// for a partition ("partition-leader", "pod-delete").
+func (st Step) Label() string {
+	if st.KindOf() == Partition {
+		return string(Partition) + "-" + string(st.Role)
+	}
+	return string(st.Kind)
+}
+
+// draw picks a kind by weight.
+func (c Config) draw(r *rand.Rand) Kind {
+	total := 0
+	for _, w := range c.Kinds {
+		total += w.Weight
+	}
+	n := r.IntN(total)
+	for _, w := range c.Kinds {
+		if n < w.Weight {
+			return w.Kind
+		}
+		n -= w.Weight
+	}
+	return c.Kinds[len(c.Kinds)-1].Kind
 }
 
 // Generate builds the schedule for c. Lengths are rounded to 100ms so the
@@ -99,6 +168,13 @@ func Generate(c Config) (Schedule, error) {
 		}
 		left--
 		st.Burst = burst
+		if len(c.Kinds) > 0 {
+			st.Kind = c.draw(r)
+			if st.Kind != Partition {
+				s.Steps = append(s.Steps, st) // acts on the leader at once: no role, no length
+				continue
+			}
+		}
 		if c.FollowerPct > 0 && r.IntN(100) < c.FollowerPct {
 			st.Role = Follower
 			st.FollowerIndex = r.IntN(c.Followers)
@@ -126,7 +202,7 @@ func Check(s Schedule) error {
 		return fmt.Errorf("schedule: %d steps, seed %d gives %d", len(s.Steps), s.Config.Seed, len(want.Steps))
 	}
 	for i, st := range s.Steps {
-		if st.Length <= s.Config.TTL {
+		if st.KindOf() == Partition && st.Length <= s.Config.TTL {
 			return fmt.Errorf("schedule: step %d length %s does not outlast ttl %s", i, st.Length, s.Config.TTL)
 		}
 		if st != want.Steps[i] {

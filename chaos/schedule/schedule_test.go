@@ -148,3 +148,60 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMixedKinds(t *testing.T) {
+	c := DefaultConfig(7, 4*time.Second)
+	c.Steps = 40
+	c.Kinds = []Weight{{Partition, 3}, {PodDelete, 1}, {LeaseDelete, 1}, {RollingRestart, 1}}
+	s, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[Kind]int{}
+	for _, st := range s.Steps {
+		got[st.KindOf()]++
+		if st.KindOf() == Partition && st.Length <= c.TTL {
+			t.Fatalf("step %d: a partition of %v does not outlast the TTL", st.Index, st.Length)
+		}
+		if st.KindOf() != Partition && (st.Length != 0 || st.Role != Leader) {
+			t.Fatalf("step %d: %s acts on the leader at once, got %+v", st.Index, st.Kind, st)
+		}
+	}
+	for _, w := range c.Kinds {
+		if got[w.Kind] == 0 {
+			t.Errorf("40 steps and no %s: %v", w.Kind, got)
+		}
+	}
+	// Replayable: the recorded JSON checks against its own seed, and an
+	// edited kind is caught.
+	b, _ := s.Marshal()
+	if _, err := Unmarshal(b); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	orig := s.Steps[0].Kind
+	s.Steps[0].Kind = PodDelete
+	if orig == PodDelete {
+		s.Steps[0].Kind = LeaseDelete
+	}
+	if err := Check(s); err == nil {
+		t.Fatal("an edited kind passed the replay check")
+	}
+	// A config without kinds is the partition-only generator, unchanged.
+	c.Kinds = nil
+	p, _ := Generate(c)
+	for _, st := range p.Steps {
+		if st.Kind != "" || st.Label() != "partition-"+string(st.Role) {
+			t.Fatalf("partition-only schedule has step %+v", st)
+		}
+	}
+}
+
+func TestKindsValidated(t *testing.T) {
+	c := DefaultConfig(1, time.Second)
+	for _, ks := range [][]Weight{{{"", 1}}, {{PodDelete, 0}}, {{PodDelete, 1}, {PodDelete, 2}}} {
+		c.Kinds = ks
+		if _, err := Generate(c); err == nil {
+			t.Errorf("kinds %v accepted", ks)
+		}
+	}
+}

@@ -53,6 +53,10 @@ func run(args []string) int {
 	fs.BoolVar(&cfg.Modes.NoDrain, "no-drain", false, "broken: drop the bridge buffer on producer stop")
 	fs.BoolVar(&cfg.Modes.TermOnRenew, "term-on-renew", false, "broken: bump the term on renew")
 	fs.BoolVar(&cfg.Modes.NoTermBump, "no-term-bump", false, "broken: keep the old term on takeover")
+	fs.BoolVar(&cfg.Modes.TermRestartOnRecreate, "term-restart-on-recreate", false, "broken: a Lease created after a deletion starts again at term 1")
+	fs.Float64Var(&cfg.Modes.ClockRate, "clock-rate", 1, "fault: the lease clock runs at this rate of real time (0.5: the leader keeps acting twice as long without a renew); in (0, 1]")
+	fs.DurationVar(&cfg.Modes.LeadDelay, "lead-delay", 0, "broken: a new leader waits this long before its fence and first write")
+	fs.BoolVar(&cfg.ReleaseOnCancel, "release-on-cancel", false, "on shutdown, release the Lease once the bridge is joined (a successor takes over within a retry period)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig for running outside a cluster (default: in-cluster config)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -70,6 +74,10 @@ func run(args []string) int {
 		cfg.Modes.FencingOff = true
 	default:
 		fmt.Fprintf(os.Stderr, "reconciler: --fencing must be on or off, got %q\n", *fencing)
+		return 2
+	}
+	if cfg.Modes.ClockRate <= 0 {
+		fmt.Fprintf(os.Stderr, "reconciler: --clock-rate must be in (0, 1], got %g\n", cfg.Modes.ClockRate)
 		return 2
 	}
 	cfg.PodName = os.Getenv("POD_NAME")

@@ -72,6 +72,7 @@ const (
 	// The witness nemesis's checks (nemesis.go).
 	HeldWritesRejected      = "held-writes-rejected"
 	LostAnswersDeduplicated = "lost-answers-deduplicated"
+	StaleLeaderActed        = "stale-leader-acted"
 )
 
 // All is every checker, in report order.
@@ -93,11 +94,12 @@ var All = []Checker{
 	{RejectStaleSeen, "the sink answered REJECT_STALE_EPOCH at least once", []string{sink}, checkRejectStaleSeen},
 	{WitnessAgrees, "the sink's history agrees with the witness: every answer a client saw is recorded with the same request and result, and nothing no client sent", []string{sink, wit}, checkWitnessAgrees},
 	{Linearizable, "the witness's history and the final records are linearizable against the contract's fenced register (porcupine)", []string{wit, state}, checkLinearizable},
-	{FailoverLiveness, "every takeover during chaos is followed by a commit of the new term", []string{lease, sink}, checkFailoverLiveness},
 	{FloorSurvivesRestart, "after a sink SIGKILL and restart, the harness's probe below the floor acknowledged before the crash is refused 409 (witness)", []string{wit}, checkFloorSurvivesRestart},
 	{AckedWritesDurable, "every write a client saw acknowledged is in the final state with its value or a later write's (witness + final reads)", []string{wit, state}, checkAckedWritesDurable},
 	{HeldWritesRejected, "every write the witness held until the sink answered a higher fence is answered 409 (none committed)", []string{wit}, checkHeldWrites},
 	{LostAnswersDeduplicated, "every write whose answer the witness lost is retried with its Idempotency-Key and answered OK_DUP (committed once)", []string{wit}, checkLostAnswers},
+	{StaleLeaderActed, "the fault took effect: a replaced leader sent with its old term after its successor's term was granted (the Lease watch and the witness)", []string{lease, wit}, checkStaleLeaderActed},
+	{FailoverLiveness, "every takeover after a fault commits within client-go's bound (lease + 2 × jittered retry + write interval + round trips; a release: one jittered retry + ...)", []string{lease, wit}, checkTakeoverBound},
 }
 
 // ByName finds a checker.

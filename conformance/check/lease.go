@@ -82,35 +82,70 @@ func watchCoverage(s *history.Scenario, e *evidence) {
 	}
 }
 
+// incarnations follows the Lease across deletions: a record starts a new
+// incarnation when the Lease was deleted before it or its UID changed. The
+// terms of every incarnation form one sequence: a re-created Lease must
+// continue above the highest term any earlier incarnation carried.
+type incarnations struct {
+	uid       string
+	recreated bool   // a deletion or a new UID since the last record with a term
+	highest   uint64 // highest term on any record so far
+	seenTerm  bool   // some record carried a term
+}
+
+// next reports whether r (not a DELETED event) is the first record with a
+// term of a new incarnation, and the highest term seen before it.
+func (in *incarnations) next(r *history.LeaseRecord) (first bool, highest uint64) {
+	if in.uid != "" && r.UID != in.uid {
+		in.recreated = true
+	}
+	in.uid = r.UID
+	if !r.TermOK {
+		return false, in.highest
+	}
+	first, highest = in.recreated && in.seenTerm, in.highest
+	in.recreated, in.seenTerm = false, true
+	in.highest = max(in.highest, r.Term)
+	return first, highest
+}
+
+func (in *incarnations) deleted() { in.recreated = true }
+
 func checkTermMonotonic(s *history.Scenario) Verdict {
 	var e evidence
 	watchCoverage(s, &e)
-	var uid string
+	var inc incarnations
 	var last *history.LeaseRecord
 	seen := map[uint64]string{} // term -> first holder
+	recreations := 0
 	for i := range s.Lease.Records {
 		r := &s.Lease.Records[i]
 		if r.Event == "DELETED" {
-			e.failf("rv %s: the Lease was deleted at %s; a recreated Lease restarts its term", r.ResourceVersion, ts(r.Observed))
+			inc.deleted()
+			e.addf("rv %s: the Lease was deleted at %s; its next incarnation must continue above term %d", r.ResourceVersion, ts(r.Observed), inc.highest)
 			continue
 		}
-		if uid != "" && r.UID != uid {
-			e.failf("rv %s: Lease UID changed %s -> %s (recreated)", r.ResourceVersion, uid, r.UID)
-		}
-		uid = r.UID
 		if !r.TermOK {
+			inc.next(r)
 			if r.Holder != "" {
 				e.failf("rv %s: holder %s but term annotation %q is missing or not a decimal uint64", r.ResourceVersion, r.Holder, r.TermRaw)
 			}
 			continue
 		}
-		if last != nil {
-			switch {
-			case r.Term < last.Term:
-				e.failf("rv %s at %s: term went back %d -> %d (holder %s)", r.ResourceVersion, ts(r.Observed), last.Term, r.Term, shortID(r.Holder))
-			case r.Term == last.Term && r.Holder != "" && last.Holder != "" && r.Holder != last.Holder:
-				e.failf("rv %s at %s: term %d repeated for a new holder %s (was %s)", r.ResourceVersion, ts(r.Observed), r.Term, r.Holder, last.Holder)
+		first, highest := inc.next(r)
+		switch {
+		case first:
+			recreations++
+			if r.Term <= highest {
+				e.failf("rv %s at %s: the re-created Lease (uid %s) starts at term %d, not above the highest term seen before it, %d (holder %s)",
+					r.ResourceVersion, ts(r.Observed), r.UID, r.Term, highest, shortID(r.Holder))
+			} else {
+				e.addf("rv %s at %s: the re-created Lease (uid %s) continues at term %d, above %d", r.ResourceVersion, ts(r.Observed), r.UID, r.Term, highest)
 			}
+		case last != nil && r.Term < last.Term:
+			e.failf("rv %s at %s: term went back %d -> %d (holder %s)", r.ResourceVersion, ts(r.Observed), last.Term, r.Term, shortID(r.Holder))
+		case last != nil && r.Term == last.Term && r.Holder != "" && last.Holder != "" && r.Holder != last.Holder:
+			e.failf("rv %s at %s: term %d repeated for a new holder %s (was %s)", r.ResourceVersion, ts(r.Observed), r.Term, r.Holder, last.Holder)
 		}
 		if r.Holder != "" {
 			if h, ok := seen[r.Term]; ok && h != r.Holder {
@@ -124,7 +159,7 @@ func checkTermMonotonic(s *history.Scenario) Verdict {
 		last = r
 	}
 	if !e.fail {
-		e.addf("%d Lease versions, %d distinct terms, watch %s .. %s without gaps", len(s.Lease.Records), len(seen), ts(s.Lease.Start), ts(s.Lease.End))
+		e.addf("%d Lease versions, %d incarnations, %d distinct terms, watch %s .. %s without gaps", len(s.Lease.Records), recreations+1, len(seen), ts(s.Lease.Start), ts(s.Lease.End))
 	}
 	return e.verdict()
 }
@@ -132,14 +167,30 @@ func checkTermMonotonic(s *history.Scenario) Verdict {
 func checkTermStep(s *history.Scenario) Verdict {
 	var e evidence
 	watchCoverage(s, &e)
+	var inc incarnations
 	var prev *history.LeaseRecord
-	takeovers, renews := 0, 0
+	takeovers, renews, recreations := 0, 0, 0
 	for i := range s.Lease.Records {
 		r := &s.Lease.Records[i]
-		if r.Event == "DELETED" || !r.TermOK {
+		if r.Event == "DELETED" {
+			inc.deleted()
 			continue
 		}
-		if prev != nil && r.Holder != "" {
+		first, highest := inc.next(r)
+		if !r.TermOK {
+			continue
+		}
+		switch {
+		case first:
+			// A re-created Lease is a new grant, whoever holds it: one
+			// above the highest term of every earlier incarnation.
+			recreations++
+			if r.Term != highest+1 {
+				e.failf("rv %s at %s: the re-created Lease (uid %s, holder %s) has term %d, want %d (one above the highest seen)", r.ResourceVersion, ts(r.Observed), r.UID, shortID(r.Holder), r.Term, highest+1)
+			} else {
+				e.addf("re-created at %s: holder %s, term %d -> %d", ts(r.Observed), shortID(r.Holder), highest, r.Term)
+			}
+		case prev != nil && r.Holder != "":
 			switch {
 			case r.Holder == prev.Holder:
 				renews++
@@ -154,19 +205,19 @@ func checkTermStep(s *history.Scenario) Verdict {
 					e.addf("takeover at %s: %s -> %s, term %d -> %d", ts(r.Observed), shortID(prev.Holder), r.Holder, prev.Term, r.Term)
 				}
 			}
-		} else if prev != nil && r.Holder == "" && r.Term != prev.Term {
+		case prev != nil && r.Holder == "" && r.Term != prev.Term:
 			e.failf("rv %s: release by %s changed the term %d -> %d", r.ResourceVersion, shortID(prev.Holder), prev.Term, r.Term)
 		}
 		prev = r
 	}
-	if takeovers == 0 {
-		e.failf("no holder change observed: nothing shows the term steps +1 on takeover")
+	if takeovers+recreations == 0 {
+		e.failf("no holder change or re-created Lease observed: nothing shows the term steps +1 on a new grant")
 	}
 	if renews == 0 {
 		e.failf("no renew observed: nothing shows the term is kept on renew")
 	}
 	if !e.fail {
-		e.addf("%d takeovers, %d renews", takeovers, renews)
+		e.addf("%d takeovers, %d re-creations, %d renews", takeovers, recreations, renews)
 	}
 	return e.verdict()
 }

@@ -22,9 +22,10 @@ func Assess(h *history.Scenario, failf, logf func(format string, args ...any)) [
 			failf("%s", line)
 		}
 	}
-	fs, _ := check.Failovers(h)
-	for _, f := range fs {
-		logf("failover %s of %s: term %d -> %d in %v (bound %v)", f.Kind, f.Pod, f.FromTerm, f.ToTerm, f.Failover.Round(time.Millisecond), f.Bound)
+	ts, _, _ := check.TakeoverTimes(h)
+	for _, t := range ts {
+		logf("takeover after %s of %s: term %d -> %d in %v from %s (bound %v, within %v)", t.Cause, t.CausePod, t.FromTerm, t.ToTerm,
+			t.Took.Round(time.Millisecond), t.StartedBy(), t.Bound.Round(time.Millisecond), t.Within())
 	}
 	return rs
 }

@@ -25,6 +25,12 @@ func (s *Session) Chaos(ctx context.Context) error {
 		return s.repeated(ctx)
 	case scenario.SinkCrash:
 		return s.phase("partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx) })
+	case scenario.LeaseDeleted:
+		return s.phase("delete-lease", func() error { return s.deleteLease(ctx) })
+	case scenario.PlannedHandover:
+		return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
+	case scenario.MixedFaults:
+		return s.mixed(ctx)
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }
@@ -158,19 +164,11 @@ func (s *Session) repeated(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, st := range sch.Steps {
-		if st.Gap > 0 {
-			// The schedule's quiet time between bursts: chaos timing, not
-			// synchronisation (a phase of its own for the waits model).
-			if err := s.phase(fmt.Sprintf("%s%d", scenario.PhaseGap, st.Index), func() error { return Hold(ctx, st.Gap) }); err != nil {
-				return err
-			}
-		}
-		if err := s.phase(fmt.Sprintf("partition-%d-%s", st.Index, st.Role), func() error {
-			return s.partition(ctx, st.Length, st.Role, st.FollowerIndex)
-		}); err != nil {
-			return err
-		}
+	if s.Hist.Schedule, err = sch.Marshal(); err != nil {
+		return err
+	}
+	if err := s.runSchedule(ctx, sch); err != nil {
+		return err
 	}
 	if err := s.phase("delete-leader", func() error { return s.deleteLeader(ctx) }); err != nil {
 		return err

@@ -74,6 +74,9 @@ type Deployment interface {
 	// requires a writer token sets it as the Authorization of a
 	// *record.ProbeRequest before sending it.
 	WitnessAdmin(ctx context.Context, path string, req, resp any) error
+	// DeleteLease deletes the reconcilers' Lease (the replicas re-create
+	// it) and returns once the delete was accepted.
+	DeleteLease(ctx context.Context) (history.ChaosWindow, error)
 	// Status is pod's /status document.
 	Status(ctx context.Context, pod string) (json.RawMessage, error)
 	// StopReconcilers stops every reconciler (SIGTERM) and returns once

@@ -53,9 +53,12 @@ type Scenario struct {
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
 	// Witness is the harness's own record of every request the reconcilers
 	// sent to the sink and what came back (the client-side history).
-	Witness *record.History        `json:"witness,omitempty"`
-	Chaos   []ChaosWindow          `json:"chaos,omitempty"`
-	Expect  map[string]Expectation `json:"expect"` // by check name
+	Witness *record.History `json:"witness,omitempty"`
+	Chaos   []ChaosWindow   `json:"chaos,omitempty"`
+	// Schedule is the seeded fault schedule the scenario ran, as
+	// chaos/schedule records it (replayable from its seed).
+	Schedule json.RawMessage        `json:"schedule,omitempty"`
+	Expect   map[string]Expectation `json:"expect"` // by check name
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -162,6 +165,7 @@ const (
 	ChaosPodDelete      = "pod-delete"      // the pod deleted (SIGTERM)
 	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
 	ChaosSinkCrash      = "sink-crash"      // the sink SIGKILLed, restarted on its data
+	ChaosLeaseDelete    = "lease-delete"    // the Lease deleted (its holder or another replica re-creates it)
 )
 
 // Expectation is what a check must produce in a scenario (what it did

@@ -108,19 +108,20 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 				fmt.Fprintf(&b, `<p class="bad">Not linearizable: porcupine's visualization of the history is <a href="%s">%s</a>.</p>`+"\n", f, f)
 			}
 		}
-		if fs, _ := check.Failovers(s); len(fs) > 0 {
-			b.WriteString("<table><tr><th>failover</th><th>terms</th><th>injected → first commit of the new term</th><th>bound (lease + retry)</th></tr>\n")
-			for _, f := range fs {
-				took, cls := "never", "bad"
-				if !f.FirstCommit.IsZero() {
-					took = f.Failover.Round(time.Millisecond).String()
-					if f.WithinBound() {
-						cls = "ok"
-					}
+		if ts, _, _ := check.TakeoverTimes(s); len(ts) > 0 {
+			b.WriteString("<table><tr><th>takeover</th><th>cause</th><th>terms</th><th>clock from</th><th>to first commit</th><th>bound</th></tr>\n")
+			for _, t := range ts {
+				cls := "bad"
+				if t.Within() || t.Superseded {
+					cls = "ok"
 				}
-				fmt.Fprintf(&b, `<tr><td>%s of %s</td><td>%d → %d</td><td class="%s">%s</td><td>%v</td></tr>`+"\n", esc(f.Kind), esc(f.Pod), f.FromTerm, f.ToTerm, cls, took, f.Bound)
+				fmt.Fprintf(&b, `<tr><td>%s → %s</td><td>%s of %s</td><td>%d → %d</td><td>%s</td><td class="%s">%s</td><td>%v</td></tr>`+"\n",
+					esc(t.From), esc(t.To), esc(t.Cause), esc(t.CausePod), t.FromTerm, t.ToTerm, t.StartedBy(), cls, esc(tookText(t)), t.Bound.Round(time.Millisecond))
 			}
 			b.WriteString("</table>\n")
+		}
+		if len(s.Schedule) > 0 {
+			fmt.Fprintf(&b, "<details><summary>fault schedule (replay: the same seed and config give these steps)</summary><pre>%s</pre></details>\n", esc(string(s.Schedule)))
 		}
 		for _, e := range s.Errors {
 			fmt.Fprintf(&b, `<p class="bad">collection problem: %s</p>`, esc(e))
@@ -216,7 +217,7 @@ func Timeline(s *history.Scenario) string {
 	g.f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 
 	terms := termsUsed(s)
-	g.legend(terms)
+	g.legend(terms, kindsUsed(s))
 
 	// Axis with ticks every "nice" step.
 	step := niceStep(hi.Sub(lo))
@@ -245,20 +246,29 @@ func Timeline(s *history.Scenario) string {
 		g.text(svgLeft-8, y+38, "end", `fill="#777" font-size="10"`, "lease · belief")
 		g.text(svgLeft-8, y+53, "end", `fill="#777" font-size="10"`, "writes")
 	}
-	// Chaos windows shade their pod's lane.
+	// Chaos windows shade their pod's lane, each kind its own way and
+	// labelled; a Lease deletion marks every lane.
 	for _, w := range s.Chaos {
+		st := styleOf(w.Kind)
+		x0, x1 := g.x(w.Injected), g.x(w.Recovered)
+		if w.Recovered.IsZero() {
+			x1 = svgLeft + svgPlot
+		}
+		title := fmt.Sprintf("%s of %s %s .. %s", w.Kind, w.Pod, w.Injected.UTC().Format("15:04:05.000"), w.Recovered.UTC().Format("15:04:05.000"))
+		if st.allLanes {
+			g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 3"><title>%s</title></line>`+"\n",
+				x0, top, x0, top+float64(len(pods))*laneH, st.color, html.EscapeString(title))
+			g.text(x0+3, top+float64(len(pods))*laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+			continue
+		}
 		i, ok := laneOf[w.Pod]
 		if !ok {
 			continue
 		}
 		y := top + float64(i)*laneH
-		x0, x1 := g.x(w.Injected), g.x(w.Recovered)
-		if w.Recovered.IsZero() {
-			x1 = svgLeft + svgPlot
-		}
-		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#cut)" opacity="0.9"><title>%s %s .. %s</title></rect>`+"\n",
-			x0, y+1, max(x1-x0, 2), laneH-2, html.EscapeString(w.Kind), w.Injected.UTC().Format("15:04:05.000"), w.Recovered.UTC().Format("15:04:05.000"))
-		g.text(x0+4, y+laneH-3, "start", `fill="#b71c1c" font-size="10"`, w.Kind)
+		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
+			x0, y+1, max(x1-x0, 3), laneH-2, st.fill, st.opacity, html.EscapeString(title))
+		g.text(x0+4, y+laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
 	}
 	// Who holds the Lease, per the watch.
 	recs := s.Lease.Records
@@ -424,7 +434,7 @@ func (g *svg) mark(a contract.Attempt, x, y float64, stale bool) {
 	}
 }
 
-func (g *svg) legend(terms []uint64) {
+func (g *svg) legend(terms []uint64, kinds []string) {
 	x, y := 10.0, 18.0
 	item := func(w float64, draw func(x, y float64), label string) {
 		draw(x, y)
@@ -437,9 +447,16 @@ func (g *svg) legend(terms []uint64) {
 			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" rx="2" fill="%s"/>`, x, y-6, termColor(t))
 		}, fmt.Sprintf("term %d", t))
 	}
-	item(24, func(x, y float64) {
-		g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="url(#cut)"/>`, x, y-6)
-	}, "cut off from the apiserver")
+	for _, k := range kinds {
+		st := styleOf(k)
+		item(24, func(x, y float64) {
+			if st.allLanes {
+				g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`, x+12, y-7, x+12, y+7, st.color)
+				return
+			}
+			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="%s" opacity="%s"/>`, x, y-6, st.fill, st.opacity)
+		}, st.legend)
+	}
 	x, y = 10, 40
 	item(10, func(x, y float64) {
 		g.f(`<rect x="%.1f" y="%.1f" width="10" height="10" rx="2" fill="#1f77b4"/>`, x, y-5)
@@ -501,4 +518,62 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d/time.Minute))
 	}
 	return fmt.Sprintf("%ds", int(d/time.Second))
+}
+
+// tookText is a takeover's time to its first commit, or why there is none.
+func tookText(t check.TakeoverTime) string {
+	switch {
+	case t.Judged():
+		return t.Took.Round(time.Millisecond).String()
+	case t.Superseded:
+		return "superseded (stopped before it committed)"
+	}
+	return "never"
+}
+
+// withinText says how a takeover stands against its bound.
+func withinText(t check.TakeoverTime) string {
+	switch {
+	case t.Within():
+		return "within"
+	case t.Judged():
+		return "OVER"
+	}
+	return "-"
+}
+
+// chaosStyle is how the timeline draws one kind of fault.
+type chaosStyle struct {
+	fill, opacity, color string // lane shading, label colour
+	label, legend        string
+	allLanes             bool // not one pod's: a line across every lane
+}
+
+var chaosStyles = map[string]chaosStyle{
+	history.ChaosPartition:      {fill: "url(#cut)", opacity: "0.9", color: "#b71c1c", label: "partition", legend: "partition: cut off from the apiserver"},
+	history.ChaosPodDelete:      {fill: "#8d6e63", opacity: "0.35", color: "#4e342e", label: "pod deleted", legend: "pod deleted (SIGTERM)"},
+	history.ChaosRollingRestart: {fill: "#4dd0e1", opacity: "0.35", color: "#006064", label: "rolling restart", legend: "rolling restart (every replica replaced)"},
+	history.ChaosLeaseDelete:    {color: "#ef6c00", label: "Lease deleted", legend: "Lease deleted", allLanes: true},
+}
+
+// styleOf is a kind's style; a kind without one is still shaded and
+// labelled with its own name.
+func styleOf(kind string) chaosStyle {
+	if st, ok := chaosStyles[kind]; ok {
+		return st
+	}
+	return chaosStyle{fill: "#9e9e9e", opacity: "0.35", color: "#424242", label: kind, legend: kind}
+}
+
+// kindsUsed are the scenario's chaos kinds in order of first injection.
+func kindsUsed(s *history.Scenario) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range s.Chaos {
+		if !seen[w.Kind] {
+			seen[w.Kind] = true
+			out = append(out, w.Kind)
+		}
+	}
+	return out
 }

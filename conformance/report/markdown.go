@@ -70,14 +70,11 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 				fmt.Fprintf(&b, "Not linearizable: porcupine's visualization of the history is [%s](%s).\n\n", f, f)
 			}
 		}
-		if fs, _ := check.Failovers(s); len(fs) > 0 {
-			b.WriteString("| failover | terms | injected → first commit | lease bound | within |\n|---|---|---|---|---|\n")
-			for _, f := range fs {
-				took := "never"
-				if !f.FirstCommit.IsZero() {
-					took = f.Failover.Round(time.Millisecond).String()
-				}
-				fmt.Fprintf(&b, "| %s of %s | %d → %d | %s | %v | %v |\n", f.Kind, f.Pod, f.FromTerm, f.ToTerm, took, f.Bound, f.WithinBound())
+		if ts, _, _ := check.TakeoverTimes(s); len(ts) > 0 {
+			b.WriteString("| takeover | cause | terms | from | to first commit | bound | within |\n|---|---|---|---|---|---|---|\n")
+			for _, t := range ts {
+				fmt.Fprintf(&b, "| %s → %s | %s of %s | %d → %d | %s | %s | %v | %s |\n", t.From, t.To, t.Cause, t.CausePod, t.FromTerm, t.ToTerm,
+					t.StartedBy(), tookText(t), t.Bound.Round(time.Millisecond), withinText(t))
 			}
 			b.WriteString("\n")
 		}

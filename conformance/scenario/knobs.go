@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -19,6 +20,14 @@ type Reconciler struct {
 	// BridgeCapacity, when set, is --bridge-capacity: a depth other than
 	// the contract's 128 is a broken mode (neg-deep-bridge).
 	BridgeCapacity int
+	// TermRestartOnRecreate: --term-restart-on-recreate, a re-created Lease starts at term 1.
+	TermRestartOnRecreate bool
+	// ClockRate: --clock-rate, the lease clock runs slow (0: real time).
+	ClockRate float64
+	// ReleaseOnCancel: --release-on-cancel, the Lease is released on shutdown after the bridge's join.
+	ReleaseOnCancel bool
+	// LeadDelay: --lead-delay, a new leader waits before its first write.
+	LeadDelay time.Duration
 }
 
 // Args renders the knobs as the reconciler's flags.
@@ -28,10 +37,17 @@ func (r Reconciler) Args() []string {
 		on   bool
 		flag string
 	}{{r.FencingOff, "--fencing=off"}, {r.IgnoreDemotion, "--ignore-demotion"}, {r.LiveEpoch, "--live-epoch"},
-		{r.NoDrain, "--no-drain"}, {r.TermOnRenew, "--term-on-renew"}, {r.NoTermBump, "--no-term-bump"}} {
+		{r.NoDrain, "--no-drain"}, {r.TermOnRenew, "--term-on-renew"}, {r.NoTermBump, "--no-term-bump"},
+		{r.TermRestartOnRecreate, "--term-restart-on-recreate"}, {r.ReleaseOnCancel, "--release-on-cancel"}} {
 		if f.on {
 			out = append(out, f.flag)
 		}
+	}
+	if r.ClockRate > 0 {
+		out = append(out, "--clock-rate="+strconv.FormatFloat(r.ClockRate, 'g', -1, 64))
+	}
+	if r.LeadDelay > 0 {
+		out = append(out, "--lead-delay="+r.LeadDelay.String())
 	}
 	if r.WriteInterval > 0 {
 		out = append(out, "--write-interval="+r.WriteInterval.String())

@@ -1,0 +1,262 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/leader"
+	"github.com/fencecheck/fencecheck/witness/record"
+)
+
+// JitterFactor is client-go's leaderelection.JitterFactor: a candidate
+// retries every retry period × [1, 1+JitterFactor] (written here, not
+// imported: the checks import no Kubernetes client).
+const JitterFactor = 1.2
+
+// FailoverBound is the longest a correct takeover may take, from the
+// later of the fault and the old holder's last renew (or its release) to
+// the new leader's first acknowledged write, by client-go's algorithm:
+//   - after a renew: a follower's lease clock starts when it sees that
+//     renew, up to one jittered retry period (retry × (1+1.2)) after it;
+//     it takes over at its first retry after the lease duration ran out on
+//     that clock, up to one more jittered retry later. Then the new
+//     leader's pacer waits up to one write interval before its first
+//     write, and the fence and the write each take a sink round trip;
+//   - after a release: the Lease is free at once, so only the first
+//     jittered retry, the write interval and the round trips remain.
+func FailoverBound(c history.Config, released bool, roundTrips time.Duration) time.Duration {
+	jittered := time.Duration(float64(c.RetryPeriod.D()) * (1 + JitterFactor))
+	if released {
+		return jittered + c.WriteInterval.D() + roundTrips
+	}
+	return c.LeaseDuration.D() + 2*jittered + c.WriteInterval.D() + roundTrips
+}
+
+// TakeoverTime is one takeover the Lease watch saw after a fault, timed
+// against FailoverBound.
+type TakeoverTime struct {
+	Cause    string    `json:"cause"`     // the chaos window's kind
+	CausePod string    `json:"cause_pod"` // the pod it hit
+	Injected time.Time `json:"injected"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	FromTerm uint64    `json:"from_term"`
+	ToTerm   uint64    `json:"to_term"`
+	// Released: the old holder released the Lease before the takeover.
+	Released bool `json:"released,omitempty"`
+	// Start is the later of the injection and the old holder's last renew
+	// or release, as the watch saw them: no follower could start earlier.
+	Start   time.Time `json:"start"`
+	Granted time.Time `json:"granted"` // the watch saw the new holder
+	// FirstCommit is when the witness saw the first acknowledged write of
+	// the new term answered; RoundTrips the witness's timing of that write
+	// and of the new term's acknowledged fence.
+	FirstCommit time.Time     `json:"first_commit,omitzero"`
+	RoundTrips  time.Duration `json:"round_trips_ns"`
+	Took        time.Duration `json:"took_ns"` // Start -> FirstCommit
+	Bound       time.Duration `json:"bound_ns"`
+	// Superseded: the new holder lost the Lease again before it committed
+	// (a rolling restart stopped it too); its successor is judged instead.
+	Superseded bool `json:"superseded,omitempty"`
+}
+
+// Judged reports whether the takeover was timed against its bound.
+func (t TakeoverTime) Judged() bool { return !t.FirstCommit.IsZero() }
+
+// Within reports whether a timed takeover came within its bound.
+func (t TakeoverTime) Within() bool { return t.Judged() && t.Took <= t.Bound }
+
+// StartedBy says what started the clock.
+func (t TakeoverTime) StartedBy() string {
+	switch {
+	case t.Start.Equal(t.Injected):
+		return "the injection"
+	case t.Released:
+		return "the release"
+	}
+	return "the last renew"
+}
+
+// takeoverCausing is every chaos kind that must end in a takeover when it
+// hits the leader (a Lease deletion may be re-created by its holder).
+func takeoverCausing(kind string) bool { return kind != history.ChaosLeaseDelete }
+
+// hits reports whether a fault acts on pod: its own pod, or every pod for
+// a rolling restart (which replaces them one by one).
+func hits(w history.ChaosWindow, pod string) bool {
+	return w.Pod == pod || w.Kind == history.ChaosRollingRestart
+}
+
+// holderAtTime is the Lease holder as last observed at or before t.
+func holderAtTime(s *history.Scenario, t time.Time) (history.LeaseRecord, bool) {
+	var out history.LeaseRecord
+	ok := false
+	for _, r := range s.Lease.Records {
+		if r.Observed.After(t) {
+			break
+		}
+		if r.Event != "DELETED" {
+			out, ok = r, true
+		}
+	}
+	return out, ok
+}
+
+// TakeoverTimes times every takeover that followed a chaos window (the
+// first holder's acquisition is not one). problems are violations (a fault
+// on the leader no takeover followed, a new leader that never committed);
+// notes are the rest.
+func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []string) {
+	recs := s.Lease.Records
+	windows := append([]history.ChaosWindow(nil), s.Chaos...)
+	sort.SliceStable(windows, func(i, j int) bool { return windows[i].Injected.Before(windows[j].Injected) })
+	caused := make([]int, len(windows))
+	tos := Takeovers(s)
+	for i, t := range tos {
+		if t.From == "" {
+			continue
+		}
+		// The cause is the last fault before it on the old holder's pod.
+		wi := -1
+		for j, w := range windows {
+			if !w.Injected.After(t.Observed) && hits(w, leader.PodOf(t.From)) {
+				wi = j
+			}
+		}
+		if wi < 0 {
+			notes = append(notes, fmt.Sprintf("takeover %s -> %s at %s followed no fault on %s: not timed", t.From, t.To, ts(t.Observed), leader.PodOf(t.From)))
+			continue
+		}
+		w := windows[wi]
+		caused[wi]++
+		tt := TakeoverTime{Cause: w.Kind, CausePod: w.Pod, Injected: w.Injected, From: t.From, To: t.To, FromTerm: t.FromTerm, ToTerm: t.ToTerm,
+			Granted: t.Observed, Start: w.Injected}
+		for k := t.Index - 1; k >= 0; k-- {
+			r := recs[k]
+			if r.Event == "DELETED" {
+				continue
+			}
+			if r.Holder == "" {
+				tt.Released = true
+			}
+			if r.Holder == t.From {
+				last := r.Observed
+				if tt.Released {
+					last = recs[k+1].Observed // the first record without a holder
+				}
+				if last.After(tt.Start) {
+					tt.Start = last
+				}
+				break
+			}
+		}
+		if s.Witness != nil {
+			put, fence := firstCommit(s.Witness, t.ToTerm)
+			if put != nil {
+				tt.FirstCommit = put.Completed
+				tt.RoundTrips = put.Completed.Sub(put.Invoked)
+				if fence != nil {
+					tt.RoundTrips += fence.Completed.Sub(fence.Invoked)
+				}
+				tt.Took = tt.FirstCommit.Sub(tt.Start)
+			}
+		}
+		tt.Bound = FailoverBound(s.Config, tt.Released, tt.RoundTrips)
+		if !tt.Judged() && s.Witness != nil {
+			if i+1 < len(tos) && tos[i+1].From == t.To {
+				tt.Superseded = true
+				notes = append(notes, fmt.Sprintf("%s took over at %s (term %d) and lost the Lease again at %s before it committed: its successor is timed instead",
+					t.To, ts(t.Observed), t.ToTerm, ts(tos[i+1].Observed)))
+			} else {
+				problems = append(problems, fmt.Sprintf("%s of %s at %s: new leader %s (term %d, granted %s) never committed a write the witness saw acknowledged",
+					w.Kind, w.Pod, ts(w.Injected), t.To, t.ToTerm, ts(t.Observed)))
+			}
+		}
+		out = append(out, tt)
+	}
+	for j, w := range windows {
+		h, ok := holderAtTime(s, w.Injected)
+		switch {
+		case !ok || h.Holder == "":
+			notes = append(notes, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
+		case leader.PodOf(h.Holder) != w.Pod:
+			notes = append(notes, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s): not a failover", w.Kind, w.Pod, ts(w.Injected), h.Holder))
+		case caused[j] == 0 && takeoverCausing(w.Kind):
+			problems = append(problems, fmt.Sprintf("%s of leader %s at %s: no takeover followed", w.Kind, w.Pod, ts(w.Injected)))
+		}
+	}
+	return out, problems, notes
+}
+
+// firstCommit is the witness's first acknowledged PUT of term (by answer
+// time), and the acknowledged fence of that term before it.
+func firstCommit(h *record.History, term uint64) (put, fence *record.Operation) {
+	for i := range h.Operations {
+		o := &h.Operations[i]
+		if o.Type != record.OK || !o.EpochValid() || o.Epoch != term || o.Completed.IsZero() {
+			continue
+		}
+		switch {
+		case o.Method == "PUT" && strings.HasPrefix(o.Path, contract.PathRecords):
+			if put == nil || o.Completed.Before(put.Completed) {
+				put = o
+			}
+		case o.Method == "POST" && o.Path == contract.PathFence:
+			if fence == nil || o.Completed.Before(fence.Completed) {
+				fence = o
+			}
+		}
+	}
+	if put != nil && fence != nil && fence.Completed.After(put.Completed) {
+		fence = nil
+	}
+	return put, fence
+}
+
+func checkTakeoverBound(s *history.Scenario) Verdict {
+	var e evidence
+	if len(s.Chaos) == 0 {
+		e.unknownf("no chaos window recorded: nothing to judge")
+		return e.verdict()
+	}
+	if s.Witness == nil {
+		e.unknownf("no witness history: when each new leader's first write was acknowledged is unknown")
+	}
+	times, problems, notes := TakeoverTimes(s)
+	for _, p := range problems {
+		e.failf("%s", p)
+	}
+	judged := 0
+	for _, t := range times {
+		if !t.Judged() {
+			continue
+		}
+		judged++
+		line := fmt.Sprintf("%s of %s: term %d -> %d, first commit %v after %s (bound %v: %s)", t.Cause, t.CausePod, t.FromTerm, t.ToTerm,
+			t.Took.Round(time.Millisecond), t.StartedBy(), t.Bound.Round(time.Millisecond), boundTerms(s.Config, t))
+		if t.Within() {
+			e.addf("within: %s", line)
+		} else {
+			e.failf("OVER: %s", line)
+		}
+	}
+	for _, n := range notes {
+		e.addf("%s", n)
+	}
+	if judged == 0 && !e.fail {
+		e.unknownf("no takeover after a fault to time")
+	}
+	return e.verdict()
+}
+
+// boundTerms spells out a bound's sum.
+func boundTerms(c history.Config, t TakeoverTime) string {
+	if t.Released {
+		return fmt.Sprintf("retry %v × 2.2 + write %v + round trips %v", c.RetryPeriod.D(), c.WriteInterval.D(), t.RoundTrips.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("lease %v + 2 × retry %v × 2.2 + write %v + round trips %v", c.LeaseDuration.D(), c.RetryPeriod.D(), c.WriteInterval.D(), t.RoundTrips.Round(time.Millisecond))
+}

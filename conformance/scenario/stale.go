@@ -1,0 +1,108 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/fencecheck/fencecheck/chaos/schedule"
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+)
+
+// The kinds of chaos of this file: more ways a leader goes stale or is
+// replaced (issue 11: Lease deletion, slow clock, planned handover, mixed).
+const (
+	// LeaseDeleted deletes the Lease under its holder once; the replicas
+	// re-create it.
+	LeaseDeleted Chaos = "lease-delete"
+	// PlannedHandover restarts the Deployment (a rolling restart) once.
+	PlannedHandover Chaos = "planned-handover"
+	// MixedFaults runs a seeded schedule drawing from MixedKinds.
+	MixedFaults Chaos = "mixed"
+)
+
+// MixedKinds are the fault kinds the mixed schedule draws from, by weight.
+// A new kind is one entry here and one runner in the driver.
+var MixedKinds = []schedule.Weight{
+	{Kind: schedule.Partition, Weight: 3}, // of the leader or, by FollowerPct, a follower
+	{Kind: schedule.PodDelete, Weight: 1},
+	{Kind: schedule.LeaseDelete, Weight: 1},
+	{Kind: schedule.RollingRestart, Weight: 1},
+}
+
+// MixedSteps is how many faults the mixed schedule runs.
+const MixedSteps = 5
+
+// SlowClockRate is the slow-clock scenarios' lease clock rate.
+const SlowClockRate = 0.5
+
+func init() { register(stale) }
+
+func stale() []Def {
+	takeover := map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeJoin: history.MustPass,
+		check.FailoverLiveness: history.MustPass}
+	return []Def{
+		{
+			Name:        "lease-deleted",
+			Description: "the Lease is deleted under its holder: whoever re-creates it continues above the highest term seen; a holder that re-creates it drains its old term and fences with the new one",
+			Chaos:       LeaseDeleted,
+			Expect:      expect(safety, map[string]history.Expectation{check.BridgeJoin: history.MustPass}),
+		},
+		{
+			Name:        "neg-term-restart-on-recreate",
+			Description: "negative control: --term-restart-on-recreate: the re-created Lease starts again at term 1",
+			Chaos:       LeaseDeleted,
+			Reconciler:  Reconciler{TermRestartOnRecreate: true},
+			Expect:      control(check.TermMonotonic),
+		},
+		{
+			Name:        "slow-clock-leader",
+			Description: "the leader's lease clock runs at half speed (--clock-rate=0.5) and it is cut off from the apiserver: it keeps writing after its lease expired and a successor was granted; the fencing sink rejects every such write",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{ClockRate: SlowClockRate},
+			WaitRejects: true,
+			Expect: expect(safety, merge(takeover, map[string]history.Expectation{check.StaleLeaderActed: history.MustPass,
+				check.RejectStaleSeen: history.MustPass})),
+		},
+		{
+			Name:        "neg-slow-clock-unfenced-sink",
+			Description: "negative control: the slow-clock leader with an unfenced sink: its writes after the successor's fence commit",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{ClockRate: SlowClockRate},
+			Sink:        Sink{Broken: UnfencedSink},
+			Expect:      control(check.NoStaleCommit),
+		},
+		{
+			Name:        "planned-handover",
+			Description: "a rolling restart with --release-on-cancel: each stopping leader aborts and joins its bridge, then releases the Lease, and a successor takes over within a jittered retry period (plus a write and its round trips)",
+			Chaos:       PlannedHandover,
+			Reconciler:  Reconciler{ReleaseOnCancel: true},
+			Expect: expect(safety, map[string]history.Expectation{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
+				check.FailoverLiveness: history.MustPass}),
+		},
+		{
+			Name:        "neg-slow-failover",
+			Description: "negative control: --lead-delay=8s: the new leader idles 8s before its first write, past client-go's failover bound",
+			Chaos:       PartitionOnce,
+			Reconciler:  Reconciler{LeadDelay: 8 * time.Second},
+			Expect:      control(check.FailoverLiveness),
+		},
+		{
+			Name:        "mixed-faults",
+			Description: "a seeded schedule mixing partitions of the leader or a follower, leader pod deletions, Lease deletions and rolling restarts (replay: the run's seed and the schedule in the report)",
+			Chaos:       MixedFaults,
+			Expect:      expect(safety, takeover),
+		},
+	}
+}
+
+// merge is a and b in one map (b wins).
+func merge(a, b map[string]history.Expectation) map[string]history.Expectation {
+	out := map[string]history.Expectation{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
