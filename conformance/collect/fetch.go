@@ -7,14 +7,18 @@ import (
 	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/fencecheck/fencecheck/contract"
+	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
-// SinkHistory fetches GET /v1/history through the service proxy.
-func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port string) ([]contract.Attempt, error) {
-	b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathHistory, nil).DoRaw(ctx)
+// SinkHistory fetches GET /v1/history through the service proxy, with the
+// sink's admin token.
+func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port, token string) ([]contract.Attempt, error) {
+	b, err := ServiceGet(client, namespace, service, port, contract.PathHistory, token).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sink history via %s/%s:%s: %w", namespace, service, port, err)
 	}
@@ -27,10 +31,10 @@ func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, se
 
 // SinkRecords reads the final record of each key; a key only ever
 // rejected has no record and is left out.
-func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
+func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port, token string, keys []string) ([]contract.Record, error) {
 	out := []contract.Record{}
 	for _, k := range keys {
-		b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.PathRecords+url.PathEscape(k), nil).DoRaw(ctx)
+		b, err := ServiceGet(client, namespace, service, port, contract.PathRecords+url.PathEscape(k), token).DoRaw(ctx)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -44,6 +48,18 @@ func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, se
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ServiceGet is a GET of path on an http Service through the apiserver's
+// service proxy, carrying the sink token in sink.HeaderToken: the proxy
+// keeps the caller's Authorization header for itself and never forwards it.
+func ServiceGet(client kubernetes.Interface, namespace, service, port, path, token string) *rest.Request {
+	req := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services").
+		Name(net.JoinSchemeNamePort("http", service, port)).SubResource("proxy").Suffix(path)
+	if token != "" {
+		req = req.SetHeader(refsink.HeaderToken, token)
+	}
+	return req
 }
 
 // PodJSON fetches a JSON document from a pod through the pod proxy (the

@@ -16,11 +16,11 @@ import (
 type sink struct{ d *deployment }
 
 func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
-	return collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort)
+	return collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, s.d.adminToken)
 }
 
 func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {
-	return collect.SinkRecords(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, keys)
+	return collect.SinkRecords(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, s.d.adminToken, keys)
 }
 
 // Witness reads the witness's history through the service proxy, on its
