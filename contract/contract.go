@@ -5,6 +5,8 @@
 package contract
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -107,15 +109,21 @@ const (
 // Attempt is one request the sink received, as GET /v1/history lists it:
 // every attempt, committed or not, in arrival order.
 type Attempt struct {
-	Seq            uint64    `json:"seq"`
-	Arrived        time.Time `json:"arrived"`
-	Op             string    `json:"op"`
-	Key            string    `json:"key,omitempty"`
-	Value          string    `json:"value,omitempty"`
-	Epoch          uint64    `json:"epoch"`
-	IdempotencyKey string    `json:"idempotency_key,omitempty"`
-	Status         int       `json:"status"`
-	Result         string    `json:"result"`
+	Seq     uint64    `json:"seq"`
+	Arrived time.Time `json:"arrived"`
+	Op      string    `json:"op"`
+	Key     string    `json:"key,omitempty"`
+	// Value is the value, or its first MaxAttemptValuePrefix bytes when
+	// ValueLen says it was longer: a history keeps prefixes, not values.
+	Value string `json:"value,omitempty"`
+	// ValueSHA256 (hex) and ValueLen describe the whole value (optional;
+	// the reference sink sets them on every put). Compare with ValueHash.
+	ValueSHA256    string `json:"value_sha256,omitempty"`
+	ValueLen       int    `json:"value_len,omitempty"`
+	Epoch          uint64 `json:"epoch"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Status         int    `json:"status"`
+	Result         string `json:"result"`
 	// FloorAfter is the sink's floor once this attempt was decided.
 	FloorAfter uint64 `json:"floor_after"`
 	// Order is the sink's decision order (optional, the reference sink
@@ -123,6 +131,21 @@ type Attempt struct {
 	// it is the order the decisions took effect in, which arrival (Seq)
 	// is not. Checks judge in Order when every attempt has one.
 	Order uint64 `json:"order,omitempty"`
+}
+
+// MaxAttemptValuePrefix is how much of a value the reference sink's
+// history keeps (with the whole value's SHA-256).
+const MaxAttemptValuePrefix = 1 << 10
+
+// ValueHash is the hex SHA-256 of the attempt's whole value: ValueSHA256
+// when the sink sent it, else computed from Value (a history that keeps
+// whole values).
+func (a Attempt) ValueHash() string {
+	if a.ValueSHA256 != "" {
+		return a.ValueSHA256
+	}
+	sum := sha256.Sum256([]byte(a.Value))
+	return hex.EncodeToString(sum[:])
 }
 
 // Committed reports whether the attempt changed the sink's records.

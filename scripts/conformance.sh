@@ -66,7 +66,33 @@ mkdir -p "$REPORTS"
 ln -sfn "$RUN_ID" "$FENCECHECK_ROOT/reports/latest"
 log "run $RUN_ID, seed $SEED, reports in $REPORTS"
 
+# One EXIT trap, whichever way the script ends (a failed step, a signal,
+# the end): kind logs on failure, then the cluster this script brought up
+# goes down unless --keep-cluster keeps it.
 OWN_CLUSTER=0
+finish() {
+	local rc=$?
+	trap - EXIT
+	if [ "$rc" != 0 ] && [ "$OWN_CLUSTER" = 1 ]; then
+		source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+		ensure_kind_cli
+		log "exporting kind logs to $REPORTS/kind-logs"
+		"$KIND" export logs "$REPORTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
+	fi
+	if [ "$OWN_CLUSTER" = 1 ]; then
+		if [ "$KEEP" = never ] || { [ "$KEEP" = on-failure ] && [ "$rc" = 0 ]; }; then
+			step "kind-down" bash "$FENCECHECK_ROOT/scripts/kind-down.sh" || log "kind-down failed"
+		else
+			log "keeping the cluster $KIND_CLUSTER_NAME (--keep-cluster=$KEEP, exit $rc); KUBECONFIG=$KUBECONFIG"
+		fi
+	fi
+	[ -f "$REPORTS/summary.md" ] && head -n 3 "$REPORTS/summary.md" >&2
+	log "reports: $REPORTS (index.html, summary.md, junit.xml); exit $rc"
+	exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if [ -n "$KUBECONFIG_ARG" ]; then
 	[ -r "$KUBECONFIG_ARG" ] || die "--kubeconfig $KUBECONFIG_ARG is not readable"
 	export KUBECONFIG=$KUBECONFIG_ARG
@@ -79,13 +105,15 @@ else
 	fi
 fi
 
-# gotestsum when the proxy serves it (a readable summary), else go test -json.
+# gotestsum at the version tools/go.mod pins (a readable summary), built
+# once into the cache; else go test -json.
 RUNNER=(go test)
-if go run gotest.tools/gotestsum@latest --version >/dev/null 2>&1; then
-	RUNNER=(go run gotest.tools/gotestsum@latest --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --)
-	log "running the suite with gotestsum"
+GOTESTSUM="$FENCECHECK_CACHE/bin/gotestsum-$(hash_inputs "$FENCECHECK_ROOT/tools/go.mod" "$FENCECHECK_ROOT/tools/go.sum")"
+if [ -x "$GOTESTSUM" ] || (cd "$FENCECHECK_ROOT/tools" && go build -o "$GOTESTSUM" gotest.tools/gotestsum) >/dev/null 2>&1; then
+	RUNNER=("$GOTESTSUM" --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --)
+	log "running the suite with $("$GOTESTSUM" --version) (pinned in tools/go.mod)"
 else
-	log "gotestsum unavailable: running the suite with go test -json"
+	log "gotestsum (tools/go.mod) did not build: running the suite with go test -json"
 fi
 
 ARGS=(-tags conformance -count=1 -timeout "$TIMEOUT" ./conformance/suite/ -args
@@ -108,20 +136,4 @@ if [ -f "$REPORTS/verdicts.json" ]; then
 	fi
 fi
 
-if [ "$rc" != 0 ] && [ "$OWN_CLUSTER" = 1 ]; then
-	source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
-	ensure_kind_cli
-	log "exporting kind logs to $REPORTS/kind-logs"
-	"$KIND" export logs "$REPORTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
-fi
-
-if [ "$OWN_CLUSTER" = 1 ]; then
-	if [ "$KEEP" = never ] || { [ "$KEEP" = on-failure ] && [ "$rc" = 0 ]; }; then
-		step "kind-down" bash "$FENCECHECK_ROOT/scripts/kind-down.sh"
-	else
-		log "keeping the cluster $KIND_CLUSTER_NAME (--keep-cluster=$KEEP, exit $rc); KUBECONFIG=$KUBECONFIG"
-	fi
-fi
-[ -f "$REPORTS/summary.md" ] && head -n 3 "$REPORTS/summary.md" >&2
-log "reports: $REPORTS (index.html, summary.md, junit.xml); exit $rc"
 exit "$rc"

@@ -68,8 +68,10 @@ wait_ready() {
 
 write_kubeconfig() {
 	mkdir -p "$(dirname "$KUBECONFIG")"
-	"$KIND" get kubeconfig --name "$KIND_CLUSTER_NAME" >"$KUBECONFIG.tmp" && mv "$KUBECONFIG.tmp" "$KUBECONFIG"
-	log "kubeconfig written to $KUBECONFIG"
+	# 0600 from the first byte: it holds the cluster admin's client key.
+	(umask 077 && "$KIND" get kubeconfig --name "$KIND_CLUSTER_NAME" >"$KUBECONFIG.tmp") &&
+		chmod 600 "$KUBECONFIG.tmp" && mv "$KUBECONFIG.tmp" "$KUBECONFIG"
+	log "kubeconfig written to $KUBECONFIG (mode $(stat -c %a "$KUBECONFIG"))"
 }
 
 create_cluster() {

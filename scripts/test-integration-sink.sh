@@ -6,11 +6,15 @@
 #   scripts/test-integration-sink.sh --stop-pg  stop the server this script started
 #
 # PostgreSQL comes from Debian's packages (apt-get install postgresql) when
-# initdb is missing, runs as the postgres user from its own data directory on
-# a loopback port (no systemd), and is reused when it is already running.
-# Env: FENCECHECK_PG_PORT (25432: below the kernel's ephemeral range, which
-# starts at 32768, so no outgoing connection can hold it), FENCECHECK_PG_DIR (/var/tmp/fencecheck-postgres),
-# FENCECHECK_PG_KEEP=1 keeps the server running after the tests.
+# initdb is missing, runs as the postgres user from its own data directory
+# (no systemd), listens on a unix socket only (no TCP: nothing else on the
+# machine can reach it), in a directory only postgres and root may enter, and
+# takes a password (scram-sha-256, random, kept 0600 in the data directory's
+# parent). It is reused when it is already running, and stopped whenever the
+# script ends, also when it fails half-way (unless FENCECHECK_PG_KEEP=1).
+# Env: FENCECHECK_PG_PORT (25432: names the socket file), FENCECHECK_PG_DIR
+# (/var/tmp/fencecheck-pg-sock), FENCECHECK_PG_KEEP=1 keeps the server
+# running after the tests.
 # FENCECHECK_CALIBRATE=20 also runs the concurrency calibration (each race
 # control, bbolt and PostgreSQL, certified 20 times; at least 19 caught).
 set -euo pipefail
@@ -19,12 +23,12 @@ cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
 
 PG_PORT="${FENCECHECK_PG_PORT:-25432}"
-PG_DIR="${FENCECHECK_PG_DIR:-/var/tmp/fencecheck-postgres}"
+PG_DIR="${FENCECHECK_PG_DIR:-/var/tmp/fencecheck-pg-sock}"
 PG_DATA="$PG_DIR/data"
 PG_RUN="$PG_DIR/run"
 PG_LOG="$PG_DIR/postgres.log"
+PG_PWFILE="$PG_DIR/password"
 PG_DB=fencecheck
-export FENCECHECK_PG_DSN="postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB?sslmode=disable"
 
 pg_bindir() {
 	local d
@@ -45,36 +49,65 @@ install_pg() {
 
 as_pg() { runuser -u postgres -- "$@"; }
 
+# pg_password prints the server's password, creating it on first use
+# (random hex: safe inside a URL).
+pg_password() {
+	if [ ! -s "$PG_PWFILE" ]; then
+		(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PG_PWFILE")
+	fi
+	cat "$PG_PWFILE"
+}
+
+# The DSN of the unix socket, with the password (pgx: host= names the
+# socket directory).
+pg_dsn() { echo "postgres://postgres:$(pg_password)@/$PG_DB?host=$PG_RUN&port=$PG_PORT&sslmode=disable"; }
+
 start_pg() {
 	install_pg
 	local bin; bin=$(pg_bindir)
 	id postgres >/dev/null 2>&1 || die "no postgres user (the postgresql package creates it)"
 	mkdir -p "$PG_DIR" "$PG_RUN"
 	chown postgres:postgres "$PG_DIR" "$PG_RUN"
-	if [ ! -f "$PG_DATA/PG_VERSION" ]; then
-		log "initdb $PG_DATA"
+	chmod 0700 "$PG_DIR" "$PG_RUN"
+	local pw; pw=$(pg_password)
+	chown postgres:postgres "$PG_PWFILE"
+	# A data directory from an older run (trust auth) is made afresh.
+	if [ -f "$PG_DATA/PG_VERSION" ] && [ ! -f "$PG_DATA/fencecheck-scram" ]; then
+		log "re-creating $PG_DATA with password authentication"
+		as_pg "$bin/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 stop >/dev/null 2>&1 || true
 		rm -rf "$PG_DATA"
-		as_pg "$bin/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 >"$PG_DIR/initdb.log" 2>&1 || { tail -20 "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
+	fi
+	if [ ! -f "$PG_DATA/PG_VERSION" ]; then
+		log "initdb $PG_DATA (scram-sha-256, unix socket only)"
+		rm -rf "$PG_DATA"
+		as_pg "$bin/initdb" -D "$PG_DATA" -U postgres --auth=scram-sha-256 --pwfile="$PG_PWFILE" -E UTF8 >"$PG_DIR/initdb.log" 2>&1 ||
+			{ tail -20 "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
+		as_pg touch "$PG_DATA/fencecheck-scram"
 	fi
 	if as_pg "$bin/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; then
 		log "PostgreSQL already running from $PG_DATA"
 	else
-		log "starting PostgreSQL on 127.0.0.1:$PG_PORT (log $PG_LOG)"
+		log "starting PostgreSQL on the unix socket $PG_RUN/.s.PGSQL.$PG_PORT (log $PG_LOG)"
 		touch "$PG_LOG" && chown postgres:postgres "$PG_LOG"
 		as_pg "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 60 \
-			-o "-p $PG_PORT -k $PG_RUN -c listen_addresses=127.0.0.1" start >/dev/null ||
+			-o "-p $PG_PORT -k $PG_RUN -c listen_addresses= -c password_encryption=scram-sha-256" start >/dev/null ||
 			{ tail -20 "$PG_LOG" >&2; die "PostgreSQL did not start within 60s"; }
 	fi
 	local deadline=$(( $(date +%s) + 60 ))
-	until "$bin/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; do
-		[ "$(date +%s)" -lt "$deadline" ] || { tail -20 "$PG_LOG" >&2; die "PostgreSQL not ready on port $PG_PORT within 60s"; }
-		sleep 0.5
+	until "$bin/pg_isready" -q -h "$PG_RUN" -p "$PG_PORT"; do
+		[ "$(date +%s)" -lt "$deadline" ] || { tail -20 "$PG_LOG" >&2; die "PostgreSQL not ready on $PG_RUN within 60s"; }
+		sleep 0.5 # polling under a deadline
 	done
-	if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -Atc "SELECT 1 FROM pg_database WHERE datname='$PG_DB'" | grep -q 1; then
+	if ! PGPASSWORD=$pw "$bin/psql" -h "$PG_RUN" -p "$PG_PORT" -U postgres -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname='$PG_DB'" | grep -q 1; then
 		log "creating database $PG_DB"
-		"$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U postgres "$PG_DB"
+		PGPASSWORD=$pw "$bin/createdb" -h "$PG_RUN" -p "$PG_PORT" -U postgres "$PG_DB"
 	fi
-	log "PostgreSQL ready: $FENCECHECK_PG_DSN"
+	# No password, no entry: the proof that the server is not on trust.
+	if PGPASSWORD= "$bin/psql" -w -h "$PG_RUN" -p "$PG_PORT" -U postgres -d "$PG_DB" -Atc "SELECT 1" >/dev/null 2>&1; then
+		die "PostgreSQL let a client in without a password"
+	fi
+	export FENCECHECK_PG_DSN; FENCECHECK_PG_DSN=$(pg_dsn)
+	log "PostgreSQL ready on $PG_RUN (password in $PG_PWFILE)"
 }
 
 stop_pg() {
@@ -87,14 +120,22 @@ stop_pg() {
 }
 
 case "${1:-}" in
---start-pg) start_pg; echo "export FENCECHECK_PG_DSN='$FENCECHECK_PG_DSN'"; exit 0 ;;
+--start-pg)
+	trap stop_pg EXIT # a start that fails half-way leaves nothing running
+	start_pg
+	trap - EXIT
+	echo "export FENCECHECK_PG_DSN='$FENCECHECK_PG_DSN'"
+	exit 0
+	;;
 --stop-pg) stop_pg; exit 0 ;;
 "") ;;
 *) die "unknown argument $1 (use --start-pg, --stop-pg or nothing)" ;;
 esac
 
-step "PostgreSQL" start_pg
+# Set before the start: a start that fails late (database, auth check)
+# stops the server too.
 [ "${FENCECHECK_PG_KEEP:-}" = 1 ] || trap stop_pg EXIT
+step "PostgreSQL" start_pg
 step "go test -tags integration (sink, certify)" \
 	env -u FENCECHECK_CALIBRATE go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
 if [ -n "${FENCECHECK_CALIBRATE:-}" ]; then

@@ -39,6 +39,7 @@ func run(args []string) int {
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "", "Lease namespace (default: POD_NAMESPACE, else the service-account namespace file)")
 	fs.StringVar(&cfg.TermAnnotation, "term-annotation", cfg.TermAnnotation, "Lease annotation that carries the leader term")
 	fs.StringVar(&cfg.SinkURL, "sink-url", cfg.SinkURL, "base URL of the sink (contract v1)")
+	tokenFile := fs.String("sink-token-file", os.Getenv(SinkTokenFileEnv), "file holding the sink's writer token, sent as \"Authorization: Bearer <token>\" (default: $"+SinkTokenFileEnv+")")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", cfg.LeaseDuration, "lease TTL (should be >= 3x the apiserver jitter)")
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", cfg.RenewDeadline, "a leader gives up if it cannot renew within this (must be < --lease-duration)")
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", cfg.RetryPeriod, "interval between acquire/renew attempts")
@@ -93,6 +94,15 @@ func run(args []string) int {
 		return 2
 	}
 
+	token, err := readSinkToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reconciler:", err)
+		return 2
+	}
+	if token == "" {
+		fmt.Fprintln(os.Stderr, "reconciler: no --sink-token-file (nor $"+SinkTokenFileEnv+"): writing to the sink without a credential")
+	}
+
 	restCfg, err := restConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
@@ -108,7 +118,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
 		return 1
 	}
-	sink := &client.Client{BaseURL: cfg.SinkURL, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	sink := &client.Client{BaseURL: cfg.SinkURL, HTTP: &http.Client{Timeout: 5 * time.Second}, Token: token}
 	rec, err := reconciler.New(cfg, kube, sink, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
@@ -135,6 +145,28 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// SinkTokenFileEnv names the writer-token file when --sink-token-file is
+// not given (the manifests mount the Secret's key there).
+const SinkTokenFileEnv = "FENCECHECK_SINK_TOKEN_FILE"
+
+// readSinkToken reads the writer token: the file's content without
+// surrounding whitespace; "" without a file. A named file that is missing
+// or empty is an error, never a silent unauthenticated run.
+func readSinkToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--sink-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--sink-token-file %s is empty", path)
+	}
+	return tok, nil
 }
 
 func namespace() string {

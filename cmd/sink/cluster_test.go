@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/certify"
+	sink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
 // On the kind cluster: deploy manifests/sink into a fresh namespace and
@@ -69,6 +69,13 @@ func deployAndCertify(t *testing.T, extraArg string) certify.Report {
 		}
 		kubectl("delete", "namespace", ns, "--wait=false")
 	})
+	// The sink authenticates: certify writes with the writer token, sent in
+	// X-Fencecheck-Sink-Token since the proxies keep Authorization.
+	writer := "writer-" + fmt.Sprint(time.Now().UnixNano())
+	if out, err := kubectl("-n", ns, "create", "secret", "generic", "fencecheck-sink-tokens",
+		"--from-literal=writer-token="+writer, "--from-literal=admin-token=admin-"+fmt.Sprint(time.Now().UnixNano())); err != nil {
+		t.Fatalf("create the token Secret: %v %s", err, out)
+	}
 	if out, err := kubectl("-n", ns, "apply", "-f", "../../manifests/sink/"); err != nil {
 		t.Fatalf("apply: %v %s", err, out)
 	}
@@ -114,8 +121,12 @@ func deployAndCertify(t *testing.T, extraArg string) certify.Report {
 		return nil
 	}
 	var progress strings.Builder
+	hc, err := certify.NewHTTPClient(certify.ClientOptions{Timeout: 30 * time.Second, Headers: []string{sink.HeaderToken + ": " + writer}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := certify.Run(ctx, certify.Config{SinkURL: sinkURL, Restart: restart, Kill: kill, RestartTimeout: 4 * time.Minute,
-		Progress: &progress, HTTP: &http.Client{Timeout: 30 * time.Second}})
+		Progress: &progress, HTTP: hc})
 	t.Logf("certify:\n%s", progress.String())
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,11 @@ func main() { os.Exit(run(os.Args[1:])) }
 // options are the command-line flags.
 type options struct {
 	addr, data, store, pgDSN, pgPrefix, broken string
-	tokenFile, tlsCert, tlsKey                 string
+	tlsCert, tlsKey                            string
+	tokenFiles                                 []string
+	adminTokenFile                             string
+	historyBytes                               int64
+	maxBodies                                  int
 }
 
 // errHelp means --help was asked for and printed.
@@ -43,7 +47,13 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.store, "store", "bolt", "store: bolt or postgres")
 	fs.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL DSN for --store=postgres (default: $FENCECHECK_PG_DSN)")
 	fs.StringVar(&o.pgPrefix, "pg-prefix", "sink", "table name prefix in PostgreSQL")
-	fs.StringVar(&o.tokenFile, "token-file", "", "require \"Authorization: Bearer <token>\" with the token in this file on every path but /healthz")
+	fs.Func("token-file", "a writer token (repeatable): every path but /healthz needs \"Authorization: Bearer <token>\" with a writer or the admin token", func(v string) error {
+		o.tokenFiles = append(o.tokenFiles, v)
+		return nil
+	})
+	fs.StringVar(&o.adminTokenFile, "admin-token-file", "", "the admin token: the only one that reads /v1/history and /metrics (needs --token-file)")
+	fs.Int64Var(&o.historyBytes, "history-bytes", sink.DefaultHistoryBytes, "memory budget of the in-memory history (values kept as a 1 KiB prefix and a SHA-256)")
+	fs.IntVar(&o.maxBodies, "max-bodies", sink.DefaultMaxBodies, "request bodies read at once (the next waits, then gets 503)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.broken, "broken", "", "serve a negative control instead of the reference rule: "+strings.Join(broken.Names(), ", "))
@@ -67,6 +77,15 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	default:
 		return o, fmt.Errorf("unknown --store %q (bolt or postgres)", o.store)
 	}
+	if o.adminTokenFile != "" && len(o.tokenFiles) == 0 {
+		return o, errors.New("--admin-token-file needs --token-file (the writers' token)")
+	}
+	if o.historyBytes < 1<<20 {
+		return o, fmt.Errorf("--history-bytes %d: at least 1 MiB", o.historyBytes)
+	}
+	if o.maxBodies < 1 {
+		return o, fmt.Errorf("--max-bodies %d: at least 1", o.maxBodies)
+	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return o, errors.New("--tls-cert and --tls-key go together")
 	}
@@ -75,16 +94,41 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 
 // readToken reads the bearer token: the file's content without surrounding
 // whitespace, which must not be empty.
-func readToken(path string) (string, error) {
+func readToken(flag, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("--%s: %w", flag, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", fmt.Errorf("--token-file %s is empty", path)
+		return "", fmt.Errorf("--%s %s is empty", flag, path)
 	}
 	return tok, nil
+}
+
+// readTokens reads the writer tokens and the admin token.
+func readTokens(o options) (sink.Tokens, error) {
+	var t sink.Tokens
+	for _, f := range o.tokenFiles {
+		tok, err := readToken("token-file", f)
+		if err != nil {
+			return t, err
+		}
+		t.Writers = append(t.Writers, tok)
+	}
+	if o.adminTokenFile != "" {
+		tok, err := readToken("admin-token-file", o.adminTokenFile)
+		if err != nil {
+			return t, err
+		}
+		t.Admin = tok
+	}
+	for _, w := range t.Writers {
+		if w == t.Admin {
+			return t, errors.New("the admin token must differ from every writer token")
+		}
+	}
+	return t, nil
 }
 
 func run(args []string) int {
@@ -130,6 +174,7 @@ func run(args []string) int {
 		cfg = v.Config(st, log)
 		log.Warn("serving a NEGATIVE CONTROL, not the reference sink", "variant", v.Name, "breaks", v.Description)
 	}
+	cfg.HistoryBytes, cfg.MaxBodies = o.historyBytes, o.maxBodies
 	srv, err := sink.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sink:", err)
@@ -137,13 +182,15 @@ func run(args []string) int {
 	}
 
 	h := v.Serve(srv.Handler())
-	if o.tokenFile != "" {
-		tok, err := readToken(o.tokenFile)
+	if len(o.tokenFiles) > 0 {
+		toks, err := readTokens(o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sink:", err)
 			return 1
 		}
-		h = sink.RequireToken(h, tok)
+		h = sink.RequireTokens(h, toks)
+	} else {
+		log.Warn("no --token-file: anyone who reaches the sink may write and fence it (development only)")
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -152,7 +199,8 @@ func run(args []string) int {
 	}
 	hs := sink.HTTPServer(h, sink.DefaultTimeouts)
 	log.Info("sink listening", "addr", ln.Addr().String(), "store", o.store, "data", o.data, "broken", o.broken,
-		"tls", o.tlsCert != "", "auth", o.tokenFile != "")
+		"tls", o.tlsCert != "", "auth", len(o.tokenFiles) > 0, "admin", o.adminTokenFile != "",
+		"history_bytes", o.historyBytes, "max_bodies", o.maxBodies)
 	errc := make(chan error, 1)
 	go func() {
 		if o.tlsCert != "" {

@@ -1,8 +1,6 @@
 package check
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 
@@ -29,8 +27,7 @@ func sinkExchange(a contract.Attempt) exchange {
 	if a.Op == contract.OpFence {
 		return exchange{op: contract.OpFence, epoch: a.Epoch}
 	}
-	sum := sha256.Sum256([]byte(a.Value))
-	return exchange{op: contract.OpPut, key: a.Key, idem: a.IdempotencyKey, value: hex.EncodeToString(sum[:]), epoch: a.Epoch}
+	return exchange{op: contract.OpPut, key: a.Key, idem: a.IdempotencyKey, value: a.ValueHash(), epoch: a.Epoch}
 }
 
 // witnessExchange is the write or fence an operation sent; ok is false for

@@ -7,15 +7,19 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/fencecheck/fencecheck/contract"
+	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
-// SinkHistory fetches GET /v1/history through the service proxy, and how
+// SinkHistory fetches GET /v1/history through the service proxy with the
+// sink's admin token, and how
 // many attempts the sink says it left out (contract.HeaderHistoryDropped).
-func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port string) ([]contract.Attempt, uint64, error) {
-	b, hdr, err := ServiceGet(ctx, client, namespace, service, port, contract.PathHistory)
+func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, service, port, token string) ([]contract.Attempt, uint64, error) {
+	b, hdr, err := ServiceGet(ctx, client, namespace, service, port, contract.PathHistory, token)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sink history: %w", err)
 	}
@@ -31,19 +35,18 @@ func SinkHistory(ctx context.Context, client kubernetes.Interface, namespace, se
 // rejected has no record and is left out. It asks for every key in one
 // bulk read (contract.PathRecordsBulk, a reference-sink extra); a sink
 // without it (404, 405) is read key by key, recordReaders at a time.
-func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
+func SinkRecords(ctx context.Context, client kubernetes.Interface, namespace, service, port, token string, keys []string) ([]contract.Record, error) {
 	if len(keys) == 0 {
 		return []contract.Record{}, nil
 	}
-	req := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services").
-		Name("http:" + service + ":" + port).SubResource("proxy").Suffix(contract.PathRecordsBulk)
+	req := serviceRequest(client, namespace, service, port, contract.PathRecordsBulk, token)
 	for _, k := range keys {
 		req = req.Param(contract.QueryKey, k)
 	}
 	b, err := req.DoRaw(ctx)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-		return recordsOneByOne(ctx, client, namespace, service, port, keys)
+		return recordsOneByOne(ctx, client, namespace, service, port, token, keys)
 	case err != nil:
 		return nil, fmt.Errorf("sink records (%d keys, one read): %w", len(keys), err)
 	}
@@ -62,7 +65,7 @@ const recordReaders = 8
 
 // recordsOneByOne reads each key with GET /v1/records/{key}, the
 // contract's read, a few at a time; the records keep the keys' order.
-func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace, service, port string, keys []string) ([]contract.Record, error) {
+func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace, service, port, token string, keys []string) ([]contract.Record, error) {
 	recs := make([]*contract.Record, len(keys))
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, recordReaders)
@@ -72,7 +75,7 @@ func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b, err := client.CoreV1().Services(namespace).ProxyGet("http", service, port, contract.RecordPath(k), nil).DoRaw(ctx)
+			b, err := serviceRequest(client, namespace, service, port, contract.RecordPath(k), token).DoRaw(ctx)
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
@@ -98,6 +101,19 @@ func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace
 		}
 	}
 	return out, nil
+}
+
+// serviceRequest is a GET of path on an http Service through the
+// apiserver's service proxy, carrying the sink token in sink.HeaderToken:
+// the proxy keeps the caller's Authorization header for itself and never
+// forwards it.
+func serviceRequest(client kubernetes.Interface, namespace, service, port, path, token string) *rest.Request {
+	req := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services").
+		Name(net.JoinSchemeNamePort("http", service, port)).SubResource("proxy").Suffix(path)
+	if token != "" {
+		req = req.SetHeader(refsink.HeaderToken, token)
+	}
+	return req
 }
 
 // PodJSON fetches a JSON document from a pod through the pod proxy (the

@@ -8,20 +8,25 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
 // ServiceGet GETs path of a Service through the apiserver's service proxy,
 // like ProxyGet, but keeps the answer's headers (DoRaw drops them, and the
 // sink says in one that its history is incomplete).
-func ServiceGet(ctx context.Context, client kubernetes.Interface, namespace, service, port, path string) ([]byte, http.Header, error) {
+func ServiceGet(ctx context.Context, client kubernetes.Interface, namespace, service, port, path, token string) ([]byte, http.Header, error) {
 	rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc == nil || rc.Client == nil {
 		return nil, nil, fmt.Errorf("service proxy %s/%s:%s: the Kubernetes client has no HTTP transport (%T)", namespace, service, port, client.CoreV1().RESTClient())
 	}
-	u := rc.Get().Namespace(namespace).Resource("services").Name("http:" + service + ":" + port).SubResource("proxy").Suffix(path).URL()
+	u := serviceRequest(client, namespace, service, port, path, "").URL()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, nil, err
+	}
+	if token != "" {
+		req.Header.Set(refsink.HeaderToken, token)
 	}
 	resp, err := rc.Client.Do(req)
 	if err != nil {

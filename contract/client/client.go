@@ -20,6 +20,9 @@ import (
 type Client struct {
 	BaseURL string       // e.g. http://sink:8080
 	HTTP    *http.Client // nil means http.DefaultClient
+	// Token, if set, is sent as "Authorization: Bearer <Token>" on every
+	// request (a sink that authenticates its writers).
+	Token string
 }
 
 // Reply is what came back for one request: the status and the raw body,
@@ -44,6 +47,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr m
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, rd)
 	if err != nil {
 		return Reply{}, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)

@@ -21,6 +21,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
+	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
 // Names the manifests and this target agree on.
@@ -39,7 +40,23 @@ const (
 	// WitnessURL is where the reconcilers write: the witness, which
 	// forwards to the sink and records every exchange.
 	WitnessURL = "http://witness:8080"
+	// SinkTokenSecret holds the sink's credentials in each scenario
+	// namespace: the writer token (mounted into the reconcilers, key
+	// SinkWriterTokenKey) and the admin token (the sink's and the
+	// harness's alone, key SinkAdminTokenKey), fresh random per scenario.
+	SinkTokenSecret    = "fencecheck-sink-tokens"
+	SinkWriterTokenKey = "writer-token"
+	SinkAdminTokenKey  = "admin-token"
+	// PodSecurityLevel is enforced on every scenario namespace.
+	PodSecurityLevel = "restricted"
 )
+
+// podSecurityLabels make the apiserver refuse, in a scenario namespace,
+// any pod that Pod Security "restricted" does not admit.
+var podSecurityLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce":         PodSecurityLevel,
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
 
 // Options configure the target.
 type Options struct {
@@ -73,12 +90,19 @@ func (t *Target) log(format string, a ...any) {
 // Open creates the namespace, labelled as ours so the chaos agent acts in
 // it, and starts following the reconciler pods' logs.
 func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error) {
-	// The scenario's namespace opts in to chaos (the agent refuses any other).
+	// The scenario's namespace opts in to chaos (the agent refuses any other)
+	// and enforces Pod Security restricted.
 	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck", plan.AllowLabel: plan.AllowValue}}}
+	for k, v := range podSecurityLabels {
+		obj.Labels[k] = v
+	}
 	if _, err := t.opt.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	d := &deployment{t: t, ns: ns}
+	if err := d.createTokens(ctx); err != nil {
+		return nil, err
+	}
 	d.logs = collect.FollowLogs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
 	d.ips = collect.WatchPodIPs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
 	return d, nil
@@ -90,6 +114,20 @@ type deployment struct {
 	ns   string
 	logs *collect.LogFollower
 	ips  *collect.PodIPWatcher // the reconcilers' pod IPs, for the witness's sources
+	// adminToken reads the sink's history (the writer token is only in
+	// the Secret, for the reconcilers).
+	adminToken string
+}
+
+// createTokens creates the Secret with a fresh writer and admin token.
+func (d *deployment) createTokens(ctx context.Context) error {
+	d.adminToken = refsink.NewToken()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SinkTokenSecret, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}},
+		StringData: map[string]string{SinkWriterTokenKey: refsink.NewToken(), SinkAdminTokenKey: d.adminToken}}
+	if _, err := d.t.opt.Kube.CoreV1().Secrets(d.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the sink's token Secret in %s: %w", d.ns, err)
+	}
+	return nil
 }
 
 func (d *deployment) Events() driver.EventLog { return d.logs }

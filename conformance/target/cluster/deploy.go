@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +100,16 @@ func (d *deployment) create(ctx context.Context, dir, deployment string, args []
 	if err != nil {
 		return err
 	}
+	var nodes []string
 	for _, obj := range objs {
+		if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
+			if nodes == nil {
+				if nodes, err = d.nodeAddresses(ctx); err != nil {
+					return err
+				}
+			}
+			AdmitNodes(np, nodes)
+		}
 		if dep, ok := obj.(*appsv1.Deployment); ok && dep.Name == deployment && replicas > 0 {
 			n := int32(replicas)
 			dep.Spec.Replicas = &n
@@ -110,6 +120,41 @@ func (d *deployment) create(ctx context.Context, dir, deployment string, args []
 	}
 	d.t.log("%s: deployed %s (%d objects) with %s", d.ns, dir, len(objs), strings.Join(args, " "))
 	return nil
+}
+
+// AdmitNodes adds one ingress rule admitting the nodes' addresses: the
+// apiserver's service proxy (the harness's reads) and the kubelet's probes
+// come from there.
+func AdmitNodes(np *networkingv1.NetworkPolicy, addrs []string) {
+	var peers []networkingv1.NetworkPolicyPeer
+	for _, a := range addrs {
+		cidr := a + "/32"
+		if strings.Contains(a, ":") {
+			cidr = a + "/128"
+		}
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
+	}
+	if len(peers) > 0 {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: peers})
+	}
+}
+
+// nodeAddresses are the nodes' InternalIPs.
+func (d *deployment) nodeAddresses(ctx context.Context) ([]string, error) {
+	nodes, err := d.t.opt.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes (for the NetworkPolicies): %w", err)
+	}
+	out := []string{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				out = append(out, a.Address)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // scaleToZero stops the reconciler's pods (SIGTERM).

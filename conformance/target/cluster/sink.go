@@ -17,7 +17,7 @@ import (
 type sink struct{ d *deployment }
 
 func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
-	as, dropped, err := collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort)
+	as, dropped, err := collect.SinkHistory(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, s.d.adminToken)
 	if err != nil {
 		return as, err
 	}
@@ -25,7 +25,7 @@ func (s sink) History(ctx context.Context) ([]contract.Attempt, error) {
 }
 
 func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, error) {
-	return collect.SinkRecords(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, keys)
+	return collect.SinkRecords(ctx, s.d.t.opt.Kube, s.d.ns, SinkService, SinkPort, s.d.adminToken, keys)
 }
 
 // Witness reads the witness's history through the service proxy, on its

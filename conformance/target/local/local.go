@@ -28,6 +28,7 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
+	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 	"github.com/fencecheck/fencecheck/internal/kubetest"
 	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
@@ -89,6 +90,9 @@ type deployment struct {
 	// witness, which forwards to the sink; witnessAdmin serves its history.
 	witnessAddr, witnessAdmin string
 	servers                   []*exec.Cmd // the sink and the witness
+	// tokens are the sink's credentials, in files for the processes.
+	tokens                          refsink.Tokens
+	writerTokenFile, adminTokenFile string
 
 	mu    sync.Mutex
 	procs []*proc // every reconciler started, exited ones too
@@ -107,8 +111,19 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	}
 	d.sinkAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	d.witnessAddr, d.witnessAdmin = fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
-	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}}
-	if err := d.startServer(ctx, "sink", d.t.opt.SinkBin, append([]string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data")}, spec.SinkArgs...),
+	// The sink authenticates here as on the cluster: the reconcilers get
+	// the writer token (through FENCECHECK_SINK_TOKEN_FILE), the harness
+	// alone the admin token that reads the history.
+	d.tokens = refsink.Tokens{Writers: []string{refsink.NewToken()}, Admin: refsink.NewToken()}
+	d.writerTokenFile, d.adminTokenFile = filepath.Join(d.dir, "writer-token"), filepath.Join(d.dir, "admin-token")
+	for path, tok := range map[string]string{d.writerTokenFile: d.tokens.Writers[0], d.adminTokenFile: d.tokens.Admin} {
+		if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}, Token: d.tokens.Admin}
+	sinkArgs := []string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data"), "--token-file", d.writerTokenFile, "--admin-token-file", d.adminTokenFile}
+	if err := d.startServer(ctx, "sink", d.t.opt.SinkBin, append(sinkArgs, spec.SinkArgs...),
 		func(ctx context.Context) (bool, error) { _, _, err := d.client.Floor(ctx); return err == nil, err }); err != nil {
 		return err
 	}

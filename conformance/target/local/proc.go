@@ -100,7 +100,7 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 	r.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	args := append([]string{"--kubeconfig", kc, "--lease-namespace", d.ns, "--sink-url", "http://" + sink.Addr(), "--addr", r.addr}, d.spec.ReconcilerArgs...)
 	r.cmd = exec.Command(o.ReconcilerBin, args...)
-	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod, "POD_NAMESPACE="+d.ns)
+	r.cmd.Env = append(os.Environ(), "POD_NAME="+pod, "POD_NAMESPACE="+d.ns, "FENCECHECK_SINK_TOKEN_FILE="+d.writerTokenFile)
 	out, err := r.cmd.StdoutPipe()
 	if err != nil {
 		return fail(err)
