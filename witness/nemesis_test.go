@@ -8,6 +8,9 @@ import (
 
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
+	"github.com/fencecheck/fencecheck/fixtures/sink/boltstore"
+	"github.com/fencecheck/fencecheck/fixtures/sink/sinktest"
+	"github.com/fencecheck/fencecheck/fixtures/sink/store"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -213,5 +216,67 @@ func TestLostAnswerCommitsAndTheRetryIsADuplicate(t *testing.T) {
 	}
 	if retry := r.next(t); retry.Nemesis != nil {
 		t.Fatalf("the retry was touched: %+v", retry.Nemesis)
+	}
+}
+
+// The racy control's race, deterministic: a held stale write released
+// RaceLag before the new leader's fence reaches the racy-window sink's
+// check first, the fence lands inside its window, and the write's act
+// commits after the fence, 5 times of 5.
+func TestRaceLagHitsTheRacyWindowEveryTime(t *testing.T) {
+	for i := range 5 {
+		dir := t.TempDir()
+		s := sinktest.Start(t, func(context.Context) (store.Store, error) { return boltstore.Open(dir) }, "racy-window")
+		r := startRig(t, Config{Upstream: s.URL, Timeout: 5 * time.Second, Nemesis: NemesisConfig{HoldAfter: 1, RaceLag: 50 * time.Millisecond}})
+		c := &client.Client{BaseURL: r.url}
+		ctx := context.Background()
+		c.Fence(ctx, 1)
+		c.Put(ctx, "a", []byte("v"), 1, "i-a")
+		go c.Put(ctx, "b", []byte("stale"), 1, "i-b")
+		waitHeld(t, r.wt, 1)
+		if fr, _, err := c.Fence(ctx, 2); err != nil || fr.Result != contract.ResultOK {
+			t.Fatalf("run %d: fence 2: %+v %v", i, fr, err)
+		}
+		as, err := (&client.Client{BaseURL: s.URL}).History(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stale, fence2 contract.Attempt
+		for _, a := range as {
+			switch {
+			case a.Op == contract.OpPut && a.Key == "b":
+				stale = a
+			case a.Op == contract.OpFence && a.Epoch == 2:
+				fence2 = a
+			}
+		}
+		if !stale.Committed() || stale.Order <= fence2.Order {
+			t.Fatalf("run %d: stale write %+v, fence %+v: want the epoch-1 commit decided after the fence", i, stale, fence2)
+		}
+	}
+}
+
+// The held-writes controls' sinks commit a held write the reference sink
+// rejects: the fault reaches them exactly as it reaches a correct sink.
+func TestHeldWriteCommitsOnTheControlSinks(t *testing.T) {
+	for _, variant := range []string{"per-key-floor", "ignore-fence"} {
+		t.Run(variant, func(t *testing.T) {
+			dir := t.TempDir()
+			s := sinktest.Start(t, func(context.Context) (store.Store, error) { return boltstore.Open(dir) }, variant)
+			r := startRig(t, Config{Upstream: s.URL, Timeout: 5 * time.Second, Nemesis: NemesisConfig{HoldAfter: 1}})
+			c := &client.Client{BaseURL: r.url}
+			ctx := context.Background()
+			c.Fence(ctx, 1)
+			c.Put(ctx, "a", []byte("v"), 1, "i-a")
+			got := make(chan contract.WriteResponse, 1)
+			go func() { wr, _, _ := c.Put(ctx, "b", []byte("stale"), 1, "i-b"); got <- wr }()
+			waitHeld(t, r.wt, 1)
+			if fr, _, err := c.Fence(ctx, 2); err != nil || fr.Result != contract.ResultOK {
+				t.Fatalf("fence 2: %+v %v", fr, err)
+			}
+			if wr := <-got; wr.Result != contract.ResultOK {
+				t.Fatalf("held write on %s: %+v, want OK (the defect)", variant, wr)
+			}
+		})
 	}
 }
