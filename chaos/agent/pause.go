@@ -137,7 +137,9 @@ func (a *Agent) ReconcilePauses(ctx context.Context, pps []*plan.PodPause, pods 
 		key := pp.Namespace + "/" + pp.Name
 		if perr := problemOf[key]; perr != nil {
 			reason := perr.Error()
-			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, plan.PauseGVR, pp.Namespace, pp.Name, reason) })
+			a.status(key, func(ctx context.Context) error {
+				return a.writeRefused(ctx, plan.PauseGVR, pp.Namespace, pp.Name, reason)
+			})
 		}
 		active, _ := plan.PauseActive(pp, now, injected)
 		active = active && problemOf[key] == nil

@@ -23,6 +23,8 @@ func (s *Session) Chaos(ctx context.Context) error {
 		return s.phase("shutdown-leader", func() error { return s.deleteLeader(ctx) })
 	case scenario.Repeated:
 		return s.repeated(ctx)
+	case scenario.PauseLeader:
+		return s.phase("pause", func() error { return s.pauseLeader(ctx, s.dr.Timing.Partition) })
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }

@@ -157,6 +157,7 @@ const (
 	ChaosPartition      = "partition"       // cut off from the apiserver, then healed
 	ChaosPodDelete      = "pod-delete"      // the pod deleted (SIGTERM)
 	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
+	ChaosPause          = "pause"           // the pod's containers frozen, then thawed
 )
 
 // Expectation is what a check must produce in a scenario (what it did
