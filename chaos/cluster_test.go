@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,6 +56,17 @@ func helperHarness() int {
 		return 1
 	}
 	d, _ := time.ParseDuration(os.Getenv("FENCECHECK_CHAOS_DURATION"))
+	if os.Getenv("FENCECHECK_CHAOS_KIND") == "pause" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		w, err := ex.Pause(ctx, NewPause(PauseSpec{PodNamespace: testNS, PodName: os.Getenv("FENCECHECK_CHAOS_POD"), Duration: d}))
+		if err != nil {
+			fmt.Println("ERROR", err)
+			return 1
+		}
+		fmt.Println("INJECTED", w.Name)
+		select {} // the parent SIGKILLs us here
+	}
 	nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: os.Getenv("FENCECHECK_CHAOS_POD"),
 		Targets: strings.Split(os.Getenv("FENCECHECK_CHAOS_TARGETS"), ","), Duration: d})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -118,8 +130,13 @@ func setup(t *testing.T) *env {
 
 func (e *env) deployProbes(t *testing.T, ctx context.Context) {
 	t.Helper()
-	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	optIn := map[string]string{plan.AllowLabel: plan.AllowValue} // the agent refuses any other namespace
+	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: optIn}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, plan.AllowLabel, plan.AllowValue)
+		_, err = e.kube.CoreV1().Namespaces().Patch(ctx, testNS, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	nodes, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -233,7 +250,13 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, 
 // that namespace: other suites may partition other pods on the same node.
 func (e *env) podRoutes(t *testing.T, node, pod string) []string {
 	t.Helper()
-	p, err := e.kube.CoreV1().Pods(testNS).Get(context.Background(), pod, metav1.GetOptions{})
+	return e.podRoutesIn(t, node, testNS, pod)
+}
+
+// podRoutesIn is podRoutes for a pod of any namespace.
+func (e *env) podRoutesIn(t *testing.T, node, ns, pod string) []string {
+	t.Helper()
+	p, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
