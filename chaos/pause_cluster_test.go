@@ -6,13 +6,10 @@ package chaos
 // (the node's /sys/fs/cgroup, with docker exec), not from the agent.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,23 +99,7 @@ func TestHarnessKilledMidPauseLeavesNothingFrozen(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		node := nodes[i%len(nodes)]
 		pod := e.probers[node]
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "FENCECHECK_CHAOS_HELPER=1", "FENCECHECK_CHAOS_KIND=pause", "FENCECHECK_CHAOS_POD="+pod,
-			"FENCECHECK_CHAOS_DURATION="+dur.String())
-		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		if !strings.HasPrefix(line, "INJECTED ") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("run %d: harness said %q", i, line)
-		}
-		name := strings.TrimSpace(strings.TrimPrefix(line, "INJECTED "))
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		name := killedHarness(t, "FENCECHECK_CHAOS_KIND=pause", "FENCECHECK_CHAOS_POD="+pod, "FENCECHECK_CHAOS_DURATION="+dur.String())
 		if s := e.freezerState(t, node, pod); !frozen(s) {
 			t.Fatalf("run %d: %s is %s right after the freeze: the check below would prove nothing", i, pod, s)
 		}
