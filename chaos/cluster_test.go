@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,6 +56,17 @@ func helperHarness() int {
 		return 1
 	}
 	d, _ := time.ParseDuration(os.Getenv("FENCECHECK_CHAOS_DURATION"))
+	if os.Getenv("FENCECHECK_CHAOS_KIND") == "pause" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		w, err := ex.Pause(ctx, NewPause(PauseSpec{PodNamespace: testNS, PodName: os.Getenv("FENCECHECK_CHAOS_POD"), Duration: d}))
+		if err != nil {
+			fmt.Println("ERROR", err)
+			return 1
+		}
+		fmt.Println("INJECTED", w.Name)
+		select {} // the parent SIGKILLs us here
+	}
 	nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: os.Getenv("FENCECHECK_CHAOS_POD"),
 		Targets: strings.Split(os.Getenv("FENCECHECK_CHAOS_TARGETS"), ","), Duration: d})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -66,6 +78,26 @@ func helperHarness() int {
 	}
 	fmt.Println("INJECTED", w.Name)
 	select {} // the parent SIGKILLs us here
+}
+
+// killedHarness runs this binary as the harness (helperHarness) with env,
+// SIGKILLs it once it says INJECTED and returns the object's name.
+func killedHarness(t *testing.T, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "FENCECHECK_CHAOS_HELPER=1"), env...)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !strings.HasPrefix(line, "INJECTED ") {
+		t.Fatalf("harness said %q", line)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "INJECTED "))
 }
 
 type env struct {
@@ -118,8 +150,13 @@ func setup(t *testing.T) *env {
 
 func (e *env) deployProbes(t *testing.T, ctx context.Context) {
 	t.Helper()
-	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	optIn := map[string]string{plan.AllowLabel: plan.AllowValue} // the agent refuses any other namespace
+	_, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: optIn}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, plan.AllowLabel, plan.AllowValue)
+		_, err = e.kube.CoreV1().Namespaces().Patch(ctx, testNS, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	nodes, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -233,7 +270,13 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, 
 // that namespace: other suites may partition other pods on the same node.
 func (e *env) podRoutes(t *testing.T, node, pod string) []string {
 	t.Helper()
-	p, err := e.kube.CoreV1().Pods(testNS).Get(context.Background(), pod, metav1.GetOptions{})
+	return e.podRoutesIn(t, node, testNS, pod)
+}
+
+// podRoutesIn is podRoutes for a pod of any namespace.
+func (e *env) podRoutesIn(t *testing.T, node, ns, pod string) []string {
+	t.Helper()
+	p, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,23 +371,7 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		node := nodes[i%len(nodes)]
 		pod := e.probers[node]
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "FENCECHECK_CHAOS_HELPER=1", "FENCECHECK_CHAOS_POD="+pod,
-			"FENCECHECK_CHAOS_DURATION="+dur.String(), "FENCECHECK_CHAOS_TARGETS="+strings.Join(e.targets, ","))
-		out, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		if !strings.HasPrefix(line, "INJECTED ") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("run %d: harness said %q", i, line)
-		}
-		name := strings.TrimSpace(strings.TrimPrefix(line, "INJECTED "))
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		name := killedHarness(t, "FENCECHECK_CHAOS_POD="+pod, "FENCECHECK_CHAOS_DURATION="+dur.String(), "FENCECHECK_CHAOS_TARGETS="+strings.Join(e.targets, ","))
 		if r := e.podRoutes(t, node, pod); len(r) == 0 {
 			t.Fatalf("run %d: no routes on %s right after injection: the check below would prove nothing", i, node)
 		}
@@ -396,24 +423,8 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	// The kubelet delays a crashed container's restart 10s, doubling with
-	// every restart (reset after 10 min): pick the node whose agent
-	// restarted least, and make the cut outlast that delay.
-	var node, pod string
-	var agentPod corev1.Pod
-	least := int32(1 << 30)
-	for n, p := range e.probers {
-		l, err := e.kube.CoreV1().Pods(AgentNamespace).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
-		if err != nil || len(l.Items) != 1 || len(l.Items[0].Status.ContainerStatuses) == 0 {
-			t.Fatalf("agent pod on %s: %v", n, err)
-		}
-		if r := l.Items[0].Status.ContainerStatuses[0].RestartCount; r < least {
-			least, node, pod, agentPod = r, n, p, l.Items[0]
-		}
-	}
-	backoff := 10 * time.Second << min(least, 5)
-	dur := 40*time.Second + min(backoff, 5*time.Minute)
-	t.Logf("agent %s on %s has restarted %d times: partition of %s", agentPod.Name, node, least, dur)
+	node, pod, agentPod, dur := e.leastRestartedAgent(t, ctx)
+	dur += 10 * time.Second // the restarted agent must also become Ready before the deadline
 	ctx, cancel2 := context.WithTimeout(ctx, dur+2*time.Minute)
 	defer cancel2()
 	w, err := e.ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur}))
@@ -421,22 +432,8 @@ func TestAgentKilledMidPartitionStillHealsOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.ex.Delete(context.Background(), testNS, w.Name)
-	restarts := func() int32 {
-		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
-		if err != nil || len(a.Status.ContainerStatuses) == 0 {
-			return -1
-		}
-		return a.Status.ContainerStatuses[0].RestartCount
-	}
-	before := restarts()
-	pid, err := exec.Command("docker", "exec", node, "pgrep", "-x", "chaos-agent").Output()
-	if err != nil {
-		t.Fatalf("find the agent's pid on %s: %v", node, err)
-	}
-	if out, err := exec.Command("docker", "exec", node, "kill", "-9", strings.TrimSpace(string(pid))).CombinedOutput(); err != nil {
-		t.Fatalf("kill -9 agent pid %s: %v %s", pid, err, out)
-	}
-	t.Logf("agent on %s (pid %s) SIGKILLed", node, strings.TrimSpace(string(pid)))
+	before := restartCount(ctx, e, agentPod.Name)
+	e.killAgent(t, node)
 	waitFor(t, ctx, "the agent container restarted and Ready", func() (bool, string) {
 		a, err := e.kube.CoreV1().Pods(AgentNamespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
 		if err != nil || len(a.Status.ContainerStatuses) == 0 {

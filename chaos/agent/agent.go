@@ -136,14 +136,7 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 	a.mu.Unlock()
 	now := a.now()
 
-	podByKey := map[string]*corev1.Pod{}
-	for i := range pods {
-		podByKey[plan.PodKey(&pods[i])] = &pods[i]
-	}
-	problemOf := map[string]error{}
-	for _, p := range problems {
-		problemOf[p.Chaos] = p.Err
-	}
+	podByKey, problemOf := indexPods(pods), indexProblems(problems)
 	var next time.Time
 	for _, w := range want {
 		for _, p := range w.Parts {
@@ -157,18 +150,46 @@ func (a *Agent) Reconcile(ctx context.Context, ncs []*v1alpha1.NetworkChaos, pod
 			continue
 		}
 		nc := nc
-		key := nc.Namespace + "/" + nc.Name
-		if perr := problemOf[key]; perr != nil {
-			reason := perr.Error()
-			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, GVR, nc.Namespace, nc.Name, reason) })
-		}
+		sel, selErr := plan.SelectPods(nc, pods)
 		active, _ := plan.EffectiveActive(nc, now, injected)
-		active = active && problemOf[key] == nil
-		a.status(key, func(ctx context.Context) error {
-			return a.writeStatus(ctx, nc, pods, podByKey, results, healedAll, problemOf[key] != nil, active, now)
-		})
+		a.report(recordsFor{
+			gvr: GVR, ns: nc.Namespace, name: nc.Name, cached: nc.Status, sel: sel, selErr: selErr,
+			applied: func(r outcome) string {
+				return fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
+			},
+			removed: "routes removed", gone: "pod deleted: its network namespace is gone",
+		}, problemOf[nc.Namespace+"/"+nc.Name], active, podByKey, results, healedAll, now)
 	}
 	return next, err
+}
+
+func indexPods(pods []corev1.Pod) map[string]*corev1.Pod {
+	out := map[string]*corev1.Pod{}
+	for i := range pods {
+		out[plan.PodKey(&pods[i])] = &pods[i]
+	}
+	return out
+}
+
+func indexProblems(problems []plan.Problem) map[string]error {
+	out := map[string]error{}
+	for _, p := range problems {
+		out[p.Chaos] = p.Err
+	}
+	return out
+}
+
+// report queues one object's status writes: why it is refused, if it is,
+// and its records.
+func (a *Agent) report(o recordsFor, problem error, active bool, podByKey map[string]*corev1.Pod, results map[string]outcome, healedAll bool, now time.Time) {
+	key := o.gvr.Resource + " " + o.ns + "/" + o.name
+	if problem != nil {
+		reason := problem.Error()
+		a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, o.gvr, o.ns, o.name, reason) })
+	}
+	a.status(key, func(ctx context.Context) error {
+		return a.writeRecords(ctx, o, podByKey, results, healedAll, problem != nil, active && problem == nil, now)
+	})
 }
 
 // reconcileNode is Reconcile's node side, under a.mu: ledger first, then
@@ -409,18 +430,6 @@ func sameRoutes(a, b []plan.Route) bool {
 }
 
 // writeStatus records, for nc's pods on this node, what the reconcile did.
-func (a *Agent) writeStatus(ctx context.Context, nc *v1alpha1.NetworkChaos, pods []corev1.Pod, podByKey map[string]*corev1.Pod,
-	results map[string]outcome, healedAll, refused, active bool, now time.Time) error {
-	sel, selErr := plan.SelectPods(nc, pods)
-	return a.writeRecords(ctx, recordsFor{
-		gvr: GVR, ns: nc.Namespace, name: nc.Name, cached: nc.Status, sel: sel, selErr: selErr,
-		applied: func(r outcome) string {
-			return fmt.Sprintf("node %s: %d routes in %s", a.Node, len(nc.Spec.ExternalTargets), r.path)
-		},
-		removed: "routes removed", gone: "pod deleted: its network namespace is gone",
-	}, podByKey, results, healedAll, refused, active, now)
-}
-
 // recordsFor is what writeRecords needs of one chaos object.
 type recordsFor struct {
 	gvr           schema.GroupVersionResource

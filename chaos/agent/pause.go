@@ -121,34 +121,19 @@ func (a *Agent) ReconcilePauses(ctx context.Context, pps []*plan.PodPause, pods 
 	a.mu.Unlock()
 
 	healedAll := len(errs) == 0
-	podByKey := map[string]*corev1.Pod{}
-	for i := range pods {
-		podByKey[plan.PodKey(&pods[i])] = &pods[i]
-	}
-	problemOf := map[string]error{}
-	for _, p := range problems {
-		problemOf[p.Chaos] = p.Err
-	}
+	podByKey, problemOf := indexPods(pods), indexProblems(problems)
 	for _, pp := range pps {
 		if pp.DeletionTimestamp != nil {
 			continue
 		}
 		pp := pp
-		key := pp.Namespace + "/" + pp.Name
-		if perr := problemOf[key]; perr != nil {
-			reason := perr.Error()
-			a.status(key, func(ctx context.Context) error { return a.writeRefused(ctx, plan.PauseGVR, pp.Namespace, pp.Name, reason) })
-		}
-		active, _ := plan.PauseActive(pp, now, injected)
-		active = active && problemOf[key] == nil
 		sel, selErr := plan.SelectBy(pp.Namespace, pp.Spec.PodSelector, pods)
-		a.status(key, func(ctx context.Context) error {
-			return a.writeRecords(ctx, recordsFor{
-				gvr: plan.PauseGVR, ns: pp.Namespace, name: pp.Name, cached: pp.Status, sel: sel, selErr: selErr,
-				applied: func(r outcome) string { return fmt.Sprintf("node %s: frozen %s", a.Node, r.path) },
-				removed: "thawed", gone: "pod deleted: its containers are gone",
-			}, podByKey, results, healedAll, problemOf[key] != nil, active, now)
-		})
+		active, _ := plan.PauseActive(pp, now, injected)
+		a.report(recordsFor{
+			gvr: plan.PauseGVR, ns: pp.Namespace, name: pp.Name, cached: pp.Status, sel: sel, selErr: selErr,
+			applied: func(r outcome) string { return fmt.Sprintf("node %s: frozen %s", a.Node, r.path) },
+			removed: "thawed", gone: "pod deleted: its containers are gone",
+		}, problemOf[pp.Namespace+"/"+pp.Name], active, podByKey, results, healedAll, now)
 	}
 	return next, errors.Join(errs...)
 }

@@ -174,7 +174,9 @@ func ParseTarget(t string) (netip.Prefix, error) {
 
 // Duration parses spec.duration; a partition without one would never heal,
 // so it is required.
-func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) { return ParseDuration(nc.Spec.Duration) }
+func Duration(nc *v1alpha1.NetworkChaos) (time.Duration, error) {
+	return ParseDuration(nc.Spec.Duration)
+}
 
 // ParseDuration parses a chaos object's spec.duration (required, > 0).
 func ParseDuration(s *string) (time.Duration, error) {

@@ -31,6 +31,8 @@ func (s *Session) Chaos(ctx context.Context) error {
 		return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
 	case scenario.MixedFaults:
 		return s.mixed(ctx)
+	case scenario.PauseLeader:
+		return s.phase("pause", func() error { return s.pauseLeader(ctx, s.dr.Timing.Partition) })
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }

@@ -58,6 +58,9 @@ type Deployment interface {
 	// Partition cuts pod off from the apiserver (and from the sink when
 	// alsoSink) for length and returns once the cut is healed.
 	Partition(ctx context.Context, pod string, length time.Duration, alsoSink bool) (history.ChaosWindow, error)
+	// Pause stops every process of pod (the cluster: the cgroup freezer;
+	// locally: SIGSTOP) for length and returns once it runs again.
+	Pause(ctx context.Context, pod string, length time.Duration) (history.ChaosWindow, error)
 	// DeletePod deletes pod (SIGTERM) and returns once it has exited; a
 	// replacement starts, as a ReplicaSet's would.
 	DeletePod(ctx context.Context, pod string) (history.ChaosWindow, error)

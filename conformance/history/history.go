@@ -166,6 +166,7 @@ const (
 	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
 	ChaosSinkCrash      = "sink-crash"      // the sink SIGKILLed, restarted on its data
 	ChaosLeaseDelete    = "lease-delete"    // the Lease deleted (its holder or another replica re-creates it)
+	ChaosPause          = "pause"           // the pod's containers frozen, then thawed
 )
 
 // Expectation is what a check must produce in a scenario (what it did
