@@ -2,6 +2,7 @@ package witness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,10 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/contract/client"
+	"github.com/fencecheck/fencecheck/fixtures/sink/boltstore"
+	"github.com/fencecheck/fencecheck/fixtures/sink/sinktest"
+	"github.com/fencecheck/fencecheck/fixtures/sink/store"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -115,5 +120,41 @@ func postJSON(t *testing.T, url string, in, out any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Against the real sink and its forget-floor control: after a restart on
+// the same store the probe below the floor is refused by the reference
+// sink and committed by the one that kept its floor in memory; both
+// answer with a new instance id.
+func TestProbeAfterRestartOfTheRealSink(t *testing.T) {
+	for variant, want := range map[string]int{"": http.StatusConflict, "forget-floor": http.StatusOK} {
+		t.Run("variant="+variant, func(t *testing.T) {
+			dir := t.TempDir()
+			sk := sinktest.Start(t, func(context.Context) (store.Store, error) { return boltstore.Open(dir) }, variant)
+			r := startRig(t, Config{Upstream: sk.URL})
+			c := &client.Client{BaseURL: r.url, HTTP: http.DefaultClient}
+			ctx := context.Background()
+			if _, _, err := c.Fence(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.Put(ctx, "row-000", []byte("v"), 2, "k1"); err != nil {
+				t.Fatal(err)
+			}
+			before := r.next(t)
+			r.next(t)
+			r.wt.gate.set(GateRequest{Closed: true, Reason: "restarting"})
+			if err := sk.Kill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			op, err := r.wt.Probe(ProbeRequest{Key: "fencecheck-probe", Value: "p", Epoch: 1, IdempotencyKey: "probe.1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.next(t)
+			if op.Status != want || op.SinkInstance == "" || op.SinkInstance == before.SinkInstance {
+				t.Fatalf("probe %+v (before: instance %s), want status %d from a new instance", op, before.SinkInstance, want)
+			}
+		})
 	}
 }
