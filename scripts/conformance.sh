@@ -13,6 +13,10 @@
 #   --run-id ID             default: UTC time
 #   --seed N                chaos schedule seed (default: random, recorded)
 #   --skip-images           do not rebuild/load the images
+#   --controller DIR        test the controller in DIR (its manifests) instead
+#                           of our fixture (docs/controller-contract.md)
+#   --controller-image PKG  also build and load ./PKG as fencecheck/<name>:dev
+#                           (the repository's examples; a user loads their own)
 #   --timeout D             go test timeout (default 40m)
 #   -h, --help              this text
 #   -- ARGS                 passed to the suite: e2e-framework flags
@@ -30,9 +34,11 @@ SEED=""
 SKIP_IMAGES=0
 TIMEOUT=40m
 SUITE_ARGS=()
+CONTROLLER=""
+CONTROLLER_IMAGE=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--kubeconfig) KUBECONFIG_ARG=${2:?--kubeconfig needs a file}; shift 2 ;;
 	--kubeconfig=*) KUBECONFIG_ARG=${1#*=}; shift ;;
 	--keep-cluster) KEEP=${2:?--keep-cluster needs always, on-failure or never}; shift 2 ;;
@@ -42,6 +48,10 @@ while [ $# -gt 0 ]; do
 	--seed) SEED=${2:?}; shift 2 ;;
 	--seed=*) SEED=${1#*=}; shift ;;
 	--skip-images) SKIP_IMAGES=1; shift ;;
+	--controller) CONTROLLER=${2:?--controller needs a directory}; shift 2 ;;
+	--controller=*) CONTROLLER=${1#*=}; shift ;;
+	--controller-image) CONTROLLER_IMAGE=("${2:?--controller-image needs a package path}"); shift 2 ;;
+	--controller-image=*) CONTROLLER_IMAGE=("${1#*=}"); shift ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--timeout=*) TIMEOUT=${1#*=}; shift ;;
 	--) shift; SUITE_ARGS+=("$@"); break ;;
@@ -53,6 +63,12 @@ case "$KEEP" in always | on-failure | never) ;; *) die "--keep-cluster must be a
 RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
 [[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"
 SEED=${SEED:-$(( $(date +%s%N) % 1000000 ))}
+if [ -n "$CONTROLLER" ]; then
+	[ -d "$CONTROLLER" ] || [ -d "$FENCECHECK_ROOT/$CONTROLLER" ] || die "--controller $CONTROLLER is not a directory of manifests"
+	compgen -G "$FENCECHECK_ROOT/${CONTROLLER#"$FENCECHECK_ROOT/"}/*.yaml" >/dev/null || compgen -G "$CONTROLLER/*.yaml" >/dev/null ||
+		die "--controller $CONTROLLER has no *.yaml manifests (a Deployment and its RBAC)"
+	SUITE_ARGS=(--controller "$CONTROLLER" "${SUITE_ARGS[@]}")
+fi
 
 REPORTS="$FENCECHECK_ROOT/reports/$RUN_ID"
 mkdir -p "$REPORTS"
@@ -68,7 +84,7 @@ else
 	OWN_CLUSTER=1
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	if [ "$SKIP_IMAGES" = 0 ]; then
-		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe
+		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
 	fi
 fi
 

@@ -80,7 +80,7 @@ var All = []Checker{
 	{RejectedNotInState, "rejected writes never appear in the sink's final state", []string{sink, state}, checkRejectedNotInState},
 	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", []string{sink}, checkFloorMonotonic},
 	{Idempotency, "no Idempotency-Key is applied twice", []string{sink}, checkIdempotency},
-	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", []string{sink}, checkUnfenced},
+	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first; every PUT the witness saw carries one", []string{sink}, checkUnfenced},
 	{OldLeaderStepsDown, "after every takeover no write of the previous term is sent later than drain_timeout (the witness's record)", []string{lease, wit}, checkStepsDown},
 	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered", []string{events}, checkBridgeDrain},
 	{BridgeAbort, "a bridge aborts within its limit on shutdown and writes nothing after", []string{events}, checkBridgeAbort},
