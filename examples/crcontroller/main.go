@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
@@ -37,6 +38,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -58,6 +60,7 @@ func run(args []string) error {
 	addr := fs.String("addr", ":8081", "address of /healthz and /readyz")
 	rows := fs.Int("rows", 16, "rows of the inventory plan")
 	capacity := fs.Int("bridge-capacity", 0, "bridge depth (0: the ADR's 128)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig for running outside a cluster (default: in-cluster config)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,8 +73,11 @@ func run(args []string) error {
 		return fmt.Errorf("--lock must be term or default, not %q", *lockKind)
 	}
 	rc, err := rest.InClusterConfig()
+	if *kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	}
 	if err != nil {
-		return fmt.Errorf("in-cluster config: %w", err)
+		return fmt.Errorf("apiserver config: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -83,7 +89,7 @@ func run(args []string) error {
 	if *lockKind == "default" {
 		return runDefault(ctx, rc, cfg, sink)
 	}
-	return runTerm(ctx, rc, cfg, sink)
+	return runTerm(ctx, rc, cfg, sink, os.Stdout)
 }
 
 // options are the manager options both modes share: no metrics or probe
@@ -99,13 +105,13 @@ func options(cfg Config) ctrl.Options {
 
 // runTerm stands for election with the term lock until shutdown; every
 // lost term is drained before the next manager stands.
-func runTerm(ctx context.Context, rc *rest.Config, cfg Config, sink *Sink) error {
+func runTerm(ctx context.Context, rc *rest.Config, cfg Config, sink *Sink, stdout io.Writer) error {
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
 	id := leader.NewIdentity(cfg.Pod, rand.Uint32())
-	events := eventlog.NewWriter(os.Stdout, cfg.Pod, id)
+	events := eventlog.NewWriter(stdout, cfg.Pod, id)
 	events.Emit(eventlog.Event{Kind: eventlog.KindStarted, Detail: fmt.Sprintf("crcontroller --lock=term lease=%s/%s sink=%s lease_duration=%v renew_deadline=%v retry_period=%v drain_timeout=%v write_interval=%v token=%t",
 		cfg.Namespace, cfg.LeaseName, cfg.SinkURL, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.DrainTimeout, cfg.WriteInterval, sink.HasToken())})
 	// One lock for the process: it keeps the highest term it has seen
