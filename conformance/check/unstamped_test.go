@@ -20,3 +20,14 @@ func TestUnfencedWritesSeenByTheWitness(t *testing.T) {
 		t.Errorf("verdict %+v", v)
 	}
 }
+
+// A Lease held without the term annotation (controller-runtime's default
+// lock) fails term-step saying so.
+func TestTermStepWithoutTerm(t *testing.T) {
+	h := &history.Scenario{Lease: history.LeaseWatch{Records: []history.LeaseRecord{
+		{ResourceVersion: "1", Holder: "p_3f2b1c9e-8d7a-4b6c-9e5f-0a1b2c3d4e5f"}, {ResourceVersion: "2", Holder: "p_3f2b1c9e-8d7a-4b6c-9e5f-0a1b2c3d4e5f"}}}}
+	v := checkTermStep(h)
+	if v.Pass || !strings.Contains(strings.Join(v.Evidence, " "), "2 Lease versions with a holder carry no valid camel.io/leader-term annotation") {
+		t.Errorf("verdict %+v", v)
+	}
+}
