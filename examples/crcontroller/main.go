@@ -136,6 +136,9 @@ func runTerm(ctx context.Context, rc *rest.Config, cfg Config, sink *Sink, stdou
 			log.Printf("manager ended (%v); writer stopped", err)
 		} else if w.started.Load() {
 			log.Printf("manager ended (%v); writer did not stop within drain_timeout %v", err, cfg.DrainTimeout)
+		} else if err != nil {
+			log.Printf("manager ended before leading: %v; standing again after %v", err, cfg.RetryPeriod)
+			pause(ctx, cfg.RetryPeriod) // a back-off, so a failing start cannot spin
 		}
 	}
 	events.Emit(eventlog.Event{Kind: eventlog.KindStopped, Detail: "shutdown"})
