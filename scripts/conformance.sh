@@ -64,9 +64,12 @@ RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
 [[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"
 SEED=${SEED:-$(( $(date +%s%N) % 1000000 ))}
 if [ -n "$CONTROLLER" ]; then
-	[ -d "$CONTROLLER" ] || [ -d "$FENCECHECK_ROOT/$CONTROLLER" ] || die "--controller $CONTROLLER is not a directory of manifests"
-	compgen -G "$FENCECHECK_ROOT/${CONTROLLER#"$FENCECHECK_ROOT/"}/*.yaml" >/dev/null || compgen -G "$CONTROLLER/*.yaml" >/dev/null ||
-		die "--controller $CONTROLLER has no *.yaml manifests (a Deployment and its RBAC)"
+	# Relative to the current directory, else to the repository (the suite
+	# gets an absolute path).
+	dir=$(cd "$CONTROLLER" 2>/dev/null && pwd) || dir=$(cd "$FENCECHECK_ROOT/$CONTROLLER" 2>/dev/null && pwd) ||
+		die "--controller $CONTROLLER is not a directory of manifests"
+	compgen -G "$dir/*.yaml" >/dev/null || die "--controller $CONTROLLER has no *.yaml manifests (a Deployment and its RBAC)"
+	CONTROLLER=$dir
 	SUITE_ARGS=(--controller "$CONTROLLER" "${SUITE_ARGS[@]}")
 fi
 
