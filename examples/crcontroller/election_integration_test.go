@@ -146,3 +146,49 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
 	}
 }
+
+// A leader whose Lease is taken from it (another holder written over it,
+// term 2) drains its bridge, then stands again in the same process with a
+// new manager and takes term 3 once that holder's lease expires.
+func TestTermManagerLosesAndStandsAgain(t *testing.T) {
+	srv := kubetest.Start(t, kubetest.Options{})
+	sink := &floorSink{puts: map[uint64]int{}}
+	hs := httptest.NewServer(sink)
+	defer hs.Close()
+	cfg := Config{Namespace: "default", LeaseName: leader.LeaseName, SinkURL: hs.URL, Pod: "a", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond, DrainTimeout: 2 * time.Second, WriteInterval: 20 * time.Millisecond, Rows: 4}
+	s, _ := NewSink(hs.URL, "")
+	log := &syncBuffer{}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runTerm(ctx, srv.Config, cfg, s, log) }()
+	waitFor(t, "term 1 writes", func() bool { _, _, p := sink.snapshot(); return p[1] >= 5 })
+	kube := kubernetes.NewForConfigOrDie(srv.Config)
+	leases := kube.CoordinationV1().Leases("default")
+	l, err := leases.Get(context.Background(), leader.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "other_00000000"
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = &other, &now, &now
+	l.Annotations[leader.TermAnnotation] = "2"
+	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "term 3 writes", func() bool { _, _, p := sink.snapshot(); return p[3] >= 5 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, ev := range log.events(t) {
+		kinds[ev.Kind]++
+	}
+	if kinds[eventlog.KindBridgeDrained] != 1 || kinds[eventlog.KindAcquired] != 2 || kinds[eventlog.KindStarted] != 1 {
+		t.Errorf("want one process, two terms, one drain: %v", kinds)
+	}
+	if _, fences, _ := sink.snapshot(); len(fences) != 2 || fences[1] != 3 {
+		t.Errorf("fences %v, want 1 then 3", fences)
+	}
+}
