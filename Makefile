@@ -40,8 +40,13 @@ cluster-test: kind-up images
 	$(GO) test -count=1 -tags cluster -timeout 40m $(CLUSTER_PKGS)
 
 ## conformance: the main job (brings the cluster up itself).
+## CONTROLLER=DIR tests the controller whose manifests are in DIR instead of our
+## fixture (docs/controller-contract.md); CONTROLLER_IMAGE=./PKG builds its image
+## (set for the repository's examples/crcontroller).
+CONTROLLER ?=
+CONTROLLER_IMAGE ?= $(if $(findstring examples/crcontroller,$(CONTROLLER)),./examples/crcontroller)
 conformance:
-	bash scripts/conformance.sh $(CONFORMANCE_ARGS)
+	bash scripts/conformance.sh $(if $(CONTROLLER),--controller $(CONTROLLER)) $(if $(CONTROLLER_IMAGE),--controller-image $(CONTROLLER_IMAGE)) $(CONFORMANCE_ARGS)
 
 kind-up:
 	bash scripts/kind-up.sh

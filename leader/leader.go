@@ -35,12 +35,38 @@ func NewIdentity(pod string, suffix uint32) string {
 // the last '_' when what follows is 8 lowercase hex digits and what precedes
 // is not empty. Any other string is returned as it is, so a holder that did
 // not follow the convention still names itself.
+//
+// A "_<uuid>" suffix (36 characters, lowercase hex in 8-4-4-4-12) comes off
+// too: it is what controller-runtime's default lock appends to the hostname,
+// so a controller we did not write still names its pod.
 func PodOf(identity string) string {
+	if i := len(identity) - uuidLen - 1; i > 0 && identity[i] == '_' && isUUID(identity[i+1:]) {
+		return identity[:i]
+	}
 	i := len(identity) - suffixLen - 1
 	if i <= 0 || identity[i] != '_' || !isHex(identity[i+1:]) {
 		return identity
 	}
 	return identity[:i]
+}
+
+// uuidLen is the length of a canonical UUID.
+const uuidLen = 36
+
+func isUUID(s string) bool {
+	if len(s) != uuidLen {
+		return false
+	}
+	for i, c := range s {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(s string) bool {

@@ -29,6 +29,9 @@ func TestPodOf(t *testing.T) {
 		"pod_":                           "pod_",          // empty suffix
 		"":                               "",              // empty
 		"x_0a1b2c3d":                     "x",             // shortest valid
+		"manager-6c8f-x2x9q_3f2b1c9e-8d7a-4b6c-9e5f-0a1b2c3d4e5f": "manager-6c8f-x2x9q",                     // controller-runtime's hostname_uuid
+		"m_3F2B1C9E-8D7A-4B6C-9E5F-0A1B2C3D4E5F":                  "m_3F2B1C9E-8D7A-4B6C-9E5F-0A1B2C3D4E5F", // not what uuid.NewUUID writes
+		"m_3f2b1c9e8d7a-4b6c-9e5f-0a1b2c3d4e5f0":                  "m_3f2b1c9e8d7a-4b6c-9e5f-0a1b2c3d4e5f0", // dashes misplaced
 	} {
 		if got := PodOf(id); got != want {
 			t.Errorf("PodOf(%q) = %q, want %q", id, got, want)

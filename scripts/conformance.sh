@@ -13,6 +13,10 @@
 #   --run-id ID             default: UTC time
 #   --seed N                chaos schedule seed (default: random, recorded)
 #   --skip-images           do not rebuild/load the images
+#   --controller DIR        test the controller in DIR (its manifests) instead
+#                           of our fixture (docs/controller-contract.md)
+#   --controller-image PKG  also build and load ./PKG as fencecheck/<name>:dev
+#                           (the repository's examples; a user loads their own)
 #   --timeout D             go test timeout (default 40m)
 #   --parallel N            scenarios run at once (the suite's --parallel;
 #                           default: the suite's, measured on 2 cores)
@@ -32,9 +36,11 @@ SEED=""
 SKIP_IMAGES=0
 TIMEOUT=40m
 SUITE_ARGS=()
+CONTROLLER=""
+CONTROLLER_IMAGE=()
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	--kubeconfig) KUBECONFIG_ARG=${2:?--kubeconfig needs a file}; shift 2 ;;
 	--kubeconfig=*) KUBECONFIG_ARG=${1#*=}; shift ;;
 	--keep-cluster) KEEP=${2:?--keep-cluster needs always, on-failure or never}; shift 2 ;;
@@ -44,6 +50,10 @@ while [ $# -gt 0 ]; do
 	--seed) SEED=${2:?}; shift 2 ;;
 	--seed=*) SEED=${1#*=}; shift ;;
 	--skip-images) SKIP_IMAGES=1; shift ;;
+	--controller) CONTROLLER=${2:?--controller needs a directory}; shift 2 ;;
+	--controller=*) CONTROLLER=${1#*=}; shift ;;
+	--controller-image) CONTROLLER_IMAGE=("${2:?--controller-image needs a package path}"); shift 2 ;;
+	--controller-image=*) CONTROLLER_IMAGE=("${1#*=}"); shift ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--timeout=*) TIMEOUT=${1#*=}; shift ;;
 	--parallel) SUITE_ARGS+=(--parallel "${2:?--parallel needs a number}"); shift 2 ;;
@@ -60,6 +70,15 @@ done
 RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
 [[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"
 SEED=${SEED:-$(( $(date +%s%N) % 1000000 ))}
+if [ -n "$CONTROLLER" ]; then
+	# Relative to the current directory, else to the repository (the suite
+	# gets an absolute path).
+	dir=$(cd "$CONTROLLER" 2>/dev/null && pwd) || dir=$(cd "$FENCECHECK_ROOT/$CONTROLLER" 2>/dev/null && pwd) ||
+		die "--controller $CONTROLLER is not a directory of manifests"
+	compgen -G "$dir/*.yaml" >/dev/null || die "--controller $CONTROLLER has no *.yaml manifests (a Deployment and its RBAC)"
+	CONTROLLER=$dir
+	SUITE_ARGS=(--controller "$CONTROLLER" "${SUITE_ARGS[@]}")
+fi
 
 REPORTS="$FENCECHECK_ROOT/reports/$RUN_ID"
 mkdir -p "$REPORTS"
@@ -101,7 +120,7 @@ else
 	OWN_CLUSTER=1
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	if [ "$SKIP_IMAGES" = 0 ]; then
-		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe
+		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
 	fi
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# images.sh NAME...: for each NAME build image fencecheck/NAME:dev from the
+# images.sh NAME|./PKG...: for each NAME build image fencecheck/NAME:dev from the
 # static binary ./cmd/NAME (CGO_ENABLED=0, -trimpath; ENTRYPOINT /NAME,
-# scratch-based: just the binary), write the archive to
+# scratch-based: just the binary); a package path ./PKG (e.g.
+# ./examples/crcontroller) builds fencecheck/<its last element>:dev. Write the archive to
 # $FENCECHECK_CACHE/images/NAME.tar and load it into the kind cluster
 # ($KIND_CLUSTER_NAME) with `kind load image-archive`.
 #   --no-load   only build the archives (no cluster needed)
@@ -13,7 +14,7 @@ LOAD=1
 NAMES=()
 for a in "$@"; do
 	case "$a" in
-	-h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--no-load) LOAD=0 ;;
 	-*) die "unknown flag: $a (try --help)" ;;
 	*) NAMES+=("$a") ;;
@@ -22,16 +23,23 @@ done
 [ ${#NAMES[@]} -gt 0 ] || die "usage: images.sh [--no-load] NAME... (try --help)"
 
 OUT="$FENCECHECK_CACHE/images"
-for n in "${NAMES[@]}"; do
+declare -A PKG=()
+for i in "${!NAMES[@]}"; do
+	a=${NAMES[$i]} n=$a pkg=./cmd/$a
+	if [[ "$a" == ./* ]]; then
+		pkg=${a%/} n=${pkg##*/}
+		[[ "$pkg" =~ ^\./[A-Za-z0-9_/.-]+$ && "$pkg" != *..* ]] || die "bad package path '$a' (./dir/under/the/repo)"
+	fi
 	[[ "$n" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "bad image name '$n' (lowercase letters, digits, dashes)"
-	compgen -G "$FENCECHECK_ROOT/cmd/$n/*.go" >/dev/null ||
-		die "cmd/$n does not exist (no Go files in $FENCECHECK_ROOT/cmd/$n): cannot build fencecheck/$n:dev"
+	compgen -G "$FENCECHECK_ROOT/${pkg#./}/*.go" >/dev/null ||
+		die "$pkg has no Go files under $FENCECHECK_ROOT: cannot build fencecheck/$n:dev"
+	NAMES[$i]=$n PKG[$n]=$pkg
 done
 
 build_one() {
-	local n=$1
-	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/$n" "./cmd/$n") ||
-		die "go build ./cmd/$n failed"
+	local n=$1 pkg=${PKG[$1]}
+	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/$n" "$pkg") ||
+		die "go build $pkg failed"
 	"$OUT/bin/imgbuild" image --tag "docker.io/fencecheck/$n:dev" --out "$OUT/$n.tar" \
 		--add "$OUT/bin/$n:/$n" --entrypoint "/$n"
 }
@@ -49,7 +57,7 @@ main() {
 	mkdir -p "$OUT/bin"
 	step "build imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$OUT/bin/imgbuild' ./cmd/imgbuild"
 	local n
-	for n in "${NAMES[@]}"; do step "image fencecheck/$n:dev from ./cmd/$n" build_one "$n"; done
+	for n in "${NAMES[@]}"; do step "image fencecheck/$n:dev from ${PKG[$n]}" build_one "$n"; done
 	[ "$LOAD" = 1 ] || { log "archives in $OUT (not loaded: --no-load)"; return 0; }
 	docker info >/dev/null 2>&1 || die "docker is not running: run 'make kind-up' first"
 	ensure_kind_cli

@@ -85,7 +85,7 @@ var All = []Checker{
 	{RejectedNotInState, "rejected writes never appear in the sink's final state", []string{sink, state}, checkRejectedNotInState},
 	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", []string{sink}, checkFloorMonotonic},
 	{Idempotency, "no Idempotency-Key is applied twice", []string{sink}, checkIdempotency},
-	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first", []string{sink}, checkUnfenced},
+	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first; every PUT the witness saw carries one", []string{sink}, checkUnfenced},
 	{OldLeaderStepsDown, "after every takeover no write of the previous term is sent later than drain_timeout (the witness's record)", []string{lease, wit}, checkStepsDown},
 	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered: the witness saw seqs 0..enqueued-1 of its term", []string{events, wit, history.EvidencePodIPs}, checkBridgeDrain},
 	{BridgeCapacity, "at a bridge's stop its producer was at most capacity (128) + 1 seqs ahead of what the witness saw", []string{events, wit, history.EvidencePodIPs}, checkBridgeCapacity},

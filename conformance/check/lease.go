@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/leader"
 )
 
 // Takeover is a holder change seen in the Lease watch.
@@ -169,9 +170,12 @@ func checkTermStep(s *history.Scenario) Verdict {
 	watchCoverage(s, &e)
 	var inc incarnations
 	var prev *history.LeaseRecord
-	takeovers, renews, recreations := 0, 0, 0
+	takeovers, renews, recreations, noTerm := 0, 0, 0, 0
 	for i := range s.Lease.Records {
 		r := &s.Lease.Records[i]
+		if r.Event != "DELETED" && !r.TermOK && r.Holder != "" {
+			noTerm++
+		}
 		if r.Event == "DELETED" {
 			inc.deleted()
 			continue
@@ -209,6 +213,9 @@ func checkTermStep(s *history.Scenario) Verdict {
 			e.failf("rv %s: release by %s changed the term %d -> %d", r.ResourceVersion, shortID(prev.Holder), prev.Term, r.Term)
 		}
 		prev = r
+	}
+	if noTerm > 0 {
+		e.failf("%d Lease versions with a holder carry no valid %s annotation: the holder keeps no term", noTerm, leader.TermAnnotation)
 	}
 	if takeovers+recreations == 0 {
 		e.failf("no holder change or re-created Lease observed: nothing shows the term steps +1 on a new grant")

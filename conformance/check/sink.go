@@ -359,13 +359,36 @@ func checkUnfenced(s *history.Scenario) Verdict {
 			}
 		}
 	}
-	if commits == 0 {
+	// A writer that never stamps gets every write refused by a correct
+	// sink, so no commit shows it: the witness does.
+	if n, puts, status := unstampedPuts(s); n > 0 {
+		e.failf("the witness saw %d of %d PUTs sent without a valid %s header (answers by status: %v): the writer does not stamp its writes", n, puts, contract.HeaderEpoch, status)
+	} else if commits == 0 {
 		e.unknownf("the sink committed nothing: nothing to judge")
 	}
 	if !e.fail {
 		e.addf("%d commits, all with an epoch; %d terms, each fenced before its first commit", commits, len(firstCommit))
 	}
 	return e.verdict()
+}
+
+// unstampedPuts counts the witness's PUTs without a valid epoch header.
+func unstampedPuts(s *history.Scenario) (n, puts int, status map[int]int) {
+	status = map[int]int{}
+	if s.Witness == nil {
+		return 0, 0, status
+	}
+	for _, op := range s.Witness.Operations {
+		if op.Method != "PUT" {
+			continue
+		}
+		puts++
+		if op.EpochHeader == "" || op.EpochError != "" {
+			n++
+			status[op.Status]++
+		}
+	}
+	return n, puts, status
 }
 
 func checkRejectStaleSeen(s *history.Scenario) Verdict {

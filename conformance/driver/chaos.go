@@ -112,6 +112,9 @@ func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, h
 			return ev.Kind == eventlog.KindWrite && ev.Time.After(after) && ev.Status != 0
 		})
 	}
+	if s.silent(ctx, oldPod) {
+		return s.observeDrainTimeout(ctx, oldPod, tookOver)
+	}
 	return s.waitEvent(ctx, oldPod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
 		return ev.Kind == eventlog.KindBridgeJoined || ev.Kind == eventlog.KindStopped
 	})
@@ -131,7 +134,9 @@ func (s *Session) deleteLeader(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.waitEvent(ctx, pod, "stopped", func(ev eventlog.Event) bool { return ev.Kind == eventlog.KindStopped }); err != nil {
+	if s.silent(ctx, pod) {
+		// No event log to say it stopped: DeletePod returned once it was gone.
+	} else if err := s.waitEvent(ctx, pod, "stopped", func(ev eventlog.Event) bool { return ev.Kind == eventlog.KindStopped }); err != nil {
 		return err
 	}
 	return s.afterTakeover(ctx, h.Holder, pod, w.Injected)

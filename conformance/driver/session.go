@@ -100,7 +100,11 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	}
 	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
 		WitnessArgs: d.Nemesis.Args()}
-	if err := s.phase(scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) }); err != nil {
+	err = s.phase(scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) })
+	if u, ok := s.dep.(UnderTestNamer); ok {
+		s.Hist.UnderTest = u.UnderTest(ctx)
+	}
+	if err != nil {
 		return s, err
 	}
 	return s, s.phase(scenario.PhaseSteady, func() error {

@@ -70,6 +70,20 @@ type Scenario struct {
 
 	// PodIPs maps the witness's source addresses to pods, over time.
 	PodIPs []PodIP `json:"pod_ips,omitempty"`
+	// UnderTest names the controller the scenario ran (CONTROLLER=DIR or
+	// our fixture) and the images its pods ran.
+	UnderTest *UnderTest `json:"under_test,omitempty"`
+}
+
+// UnderTest is the controller under test of one scenario.
+type UnderTest struct {
+	// Controller is the manifests' directory, or "built-in fixture".
+	Controller string `json:"controller"`
+	Deployment string `json:"deployment,omitempty"`
+	// Images are the image IDs (digests) the pods reported, sorted.
+	Images []string `json:"images,omitempty"`
+	// Note says why our fixture ran in a run of a user's controller.
+	Note string `json:"note,omitempty"`
 }
 
 // Config is how the scenario was set up: the timings the checks judge

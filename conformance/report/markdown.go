@@ -42,6 +42,13 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 		fmt.Fprintf(&b, "Lease %v, renew %v, retry %v, drain_timeout %v, abort limit %v. Reconciler args `%s`, sink args `%s`.\n\n",
 			cfg.LeaseDuration.D(), cfg.RenewDeadline.D(), cfg.RetryPeriod.D(), cfg.DrainTimeout.D(), cfg.AbortLimit.D(),
 			strings.Join(cfg.ReconcilerArgs, " "), strings.Join(cfg.SinkArgs, " "))
+		if u := s.UnderTest; u != nil {
+			fmt.Fprintf(&b, "Controller under test: %s (Deployment %s; images %s).", u.Controller, u.Deployment, strings.Join(u.Images, ", "))
+			if u.Note != "" {
+				fmt.Fprintf(&b, " %s.", u.Note)
+			}
+			b.WriteString("\n\n")
+		}
 		if len(s.Phases) > 0 {
 			b.WriteString("| phase | duration |\n|---|---|\n")
 			for _, p := range s.Phases {

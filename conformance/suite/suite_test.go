@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,8 @@ import (
 var (
 	testenv env.Environment
 	drv     = &driver.Driver{}
+	// ctrlDrv runs the user's controller (--controller); nil without it.
+	ctrlDrv *driver.Driver
 
 	seed            = flag.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the chaos schedule (recorded in the report)")
 	reportsDir      = flag.String("reports", "", "directory for this run's reports (default <repo>/reports/<run-id>)")
@@ -48,6 +51,7 @@ var (
 	keepNamespaces  = flag.Bool("keep-namespaces", false, "keep each scenario's namespace for inspection")
 	takeovers       = flag.Int("takeovers", 3, "partitions in the repeated-takeovers scenario")
 	parallel        = flag.Int("parallel", defaultParallel, "scenarios run at once, each in its own namespace (1: one after another; a scenario marked Exclusive always runs alone)")
+	controllerDir   = flag.String("controller", "", "directory of a user's controller manifests to test instead of our fixture (docs/controller-contract.md); relative to the repository root")
 	timing          = scenario.DefaultTiming()
 
 	mu       sync.Mutex
@@ -146,6 +150,18 @@ func TestMain(m *testing.M) {
 		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf})
 		*drv = driver.Driver{Target: target, Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID,
 			Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf}}
+		if *controllerDir != "" {
+			dir := *controllerDir
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(root, dir)
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return ctx, fmt.Errorf("--controller %s: not a directory of manifests", *controllerDir)
+			}
+			ct := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Controller: dir})
+			ctrlDrv = &driver.Driver{Target: ct, Config: drv.Config}
+			logf("controller under test: %s (scenarios that need our fixture's modes run on our fixture)", dir)
+		}
 		return ctx, nil
 	})
 	code := testenv.Run(m)
@@ -204,7 +220,15 @@ func feature(d scenario.Def) features.Feature {
 		WithLabel("chaos", string(d.Chaos)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			// No t.Fatal here: at feature level it would skip the teardown.
-			s, err := drv.Start(ctx, d)
+			dr, note := driverFor(d)
+			s, err := dr.Start(ctx, d)
+			if note != "" {
+				if s.Hist.UnderTest == nil {
+					s.Hist.UnderTest = &history.UnderTest{Controller: "built-in fixture (manifests/reconciler)"}
+				}
+				s.Hist.UnderTest.Note = note
+				t.Logf("%s: %s", d.Name, note)
+			}
 			if err != nil {
 				t.Errorf("%s: setup: %v", d.Name, err)
 			}
@@ -222,6 +246,7 @@ func feature(d scenario.Def) features.Feature {
 		}).
 		Assess("checks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			h, err := ctx.Value(sessionKey{}).(*state).s.Finish(ctx)
+			notApplicable(d, h)
 			keep(h)
 			if err != nil {
 				t.Errorf("%s: collecting the history: %v", d.Name, err)
@@ -237,12 +262,36 @@ func feature(d scenario.Def) features.Feature {
 			// Setup or chaos failed: keep what was recorded as evidence
 			// (Finish returns the same history when it already ran).
 			h, _ := st.s.Finish(context.WithoutCancel(ctx))
+			notApplicable(d, h)
 			keep(h)
 			if err := st.s.Close(context.WithoutCancel(ctx)); err != nil {
 				t.Errorf("close %s: %v", st.s.NS, err)
 			}
 			return ctx
 		}).Feature()
+}
+
+// driverFor is the driver of d: the user's controller's, unless there is
+// none or d needs our fixture's modes (the note then says so).
+func driverFor(d scenario.Def) (*driver.Driver, string) {
+	if ctrlDrv == nil {
+		return drv, ""
+	}
+	if m := d.FixtureModes(); len(m) > 0 {
+		return drv, fmt.Sprintf("runs on our fixture, not on %s: it needs the fixture's %s", *controllerDir, strings.Join(m, " "))
+	}
+	return ctrlDrv, ""
+}
+
+// notApplicable: a user's controller without an event log is not judged
+// on the checks that read it (once per history).
+func notApplicable(d scenario.Def, h *history.Scenario) {
+	if dr, _ := driverFor(d); dr != ctrlDrv || h == nil || h.Missing[history.EvidenceEvents] != nil {
+		return
+	}
+	if scenario.EventChecksNotApplicable(h) {
+		logf("%s: %s", d.Name, scenario.NoEventLog)
+	}
 }
 
 // keep records a scenario's history for the run's reports, once.

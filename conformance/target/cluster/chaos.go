@@ -109,10 +109,10 @@ func (d *deployment) RollingRestart(ctx context.Context, leader string) (history
 	}
 	w := history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: leader, Node: d.nodeOf(ctx, leader), Injected: time.Now()}
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"fencecheck.io/restarted-at":%q}}}}}`, w.Injected.Format(time.RFC3339Nano))
-	if _, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, ReconcilerDeployment, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, d.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return history.ChaosWindow{}, fmt.Errorf("rolling restart: %w", err)
 	}
-	err = d.waitReady(ctx, ReconcilerDeployment)
+	err = d.waitReady(ctx, d.name)
 	if err == nil {
 		logged := map[string]bool{}
 		err = driver.Poll(ctx, d.t.opt.DeployTimeout, "the old pods gone", func(ctx context.Context) (bool, error) {

@@ -69,7 +69,10 @@ type Options struct {
 	DeployTimeout time.Duration
 	// Keep leaves each scenario's namespace for inspection.
 	Keep bool
-	Logf func(format string, args ...any)
+	// Controller, when set, is a directory of a user's controller
+	// manifests, deployed instead of ours (controller.go).
+	Controller string
+	Logf       func(format string, args ...any)
 }
 
 // Target runs scenarios on a cluster.
@@ -99,21 +102,27 @@ func (t *Target) Open(ctx context.Context, ns string) (driver.Deployment, error)
 	if _, err := t.opt.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
-	d := &deployment{t: t, ns: ns}
+	d := &deployment{t: t, ns: ns, name: ReconcilerDeployment, sel: ReconcilerSelector}
+	if t.opt.Controller != "" {
+		d.sel = UnderTestSelector // the name is known once its manifests are read
+	}
 	if err := d.createTokens(ctx); err != nil {
 		return nil, err
 	}
-	d.logs = collect.FollowLogs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
-	d.ips = collect.WatchPodIPs(ctx, t.opt.Kube, ns, ReconcilerSelector, t.opt.Logf)
+	d.logs = collect.FollowLogs(ctx, t.opt.Kube, ns, d.sel, t.opt.Logf)
+	d.ips = collect.WatchPodIPs(ctx, t.opt.Kube, ns, d.sel, t.opt.Logf)
 	return d, nil
 }
 
 // deployment is one scenario's namespace.
 type deployment struct {
-	t    *Target
-	ns   string
-	logs *collect.LogFollower
-	ips  *collect.PodIPWatcher // the reconcilers' pod IPs, for the witness's sources
+	t  *Target
+	ns string
+	// name and sel are the writers' Deployment and pod selector: ours, or
+	// the user's controller's.
+	name, sel string
+	logs      *collect.LogFollower
+	ips       *collect.PodIPWatcher // the writers' pod IPs, for the witness's sources
 	// adminToken reads the sink's history (the writer token is only in
 	// the Secret, for the reconcilers).
 	adminToken string

@@ -86,6 +86,9 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 			return err
 		}
 	}
+	if d.t.opt.Controller != "" {
+		return d.deployController(ctx, spec)
+	}
 	args := append(append([]string(nil), spec.ReconcilerArgs...), "--sink-url="+WitnessURL)
 	if err := d.create(ctx, "manifests/reconciler", ReconcilerDeployment, args, spec.Replicas); err != nil {
 		return err
@@ -160,7 +163,7 @@ func (d *deployment) nodeAddresses(ctx context.Context) ([]string, error) {
 // scaleToZero stops the reconciler's pods (SIGTERM).
 func (d *deployment) scaleToZero(ctx context.Context) error {
 	patch := []byte(`{"spec":{"replicas":0}}`)
-	_, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, ReconcilerDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	_, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, d.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("scale the reconciler to 0: %w", err)
 	}
@@ -228,7 +231,7 @@ func (d *deployment) podProblems(deployment string) string {
 
 // Pods are the running reconciler pods that are not being deleted.
 func (d *deployment) Pods(ctx context.Context) ([]string, error) {
-	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
+	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: d.sel})
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +255,9 @@ func (d *deployment) nodeOf(ctx context.Context, pod string) string {
 
 // Status reads the reconciler's /status through the pod proxy.
 func (d *deployment) Status(ctx context.Context, pod string) (json.RawMessage, error) {
+	if d.t.opt.Controller != "" {
+		return json.RawMessage(`{"note":"a user's controller serves no /status; the verdicts do not need it"}`), nil
+	}
 	return collect.PodJSON(ctx, d.t.opt.Kube, d.ns, pod, StatusPort, "/status")
 }
 
@@ -263,7 +269,7 @@ func (d *deployment) StopReconcilers(ctx context.Context) error {
 		return err
 	}
 	return driver.Poll(ctx, d.t.opt.DeployTimeout, "reconciler pods stopped", func(ctx context.Context) (bool, error) {
-		pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: ReconcilerSelector})
+		pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: d.sel})
 		if err != nil {
 			return false, err
 		}

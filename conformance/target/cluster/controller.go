@@ -1,0 +1,311 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/klient/decoder"
+	"sigs.k8s.io/e2e-framework/klient/k8s"
+
+	"github.com/fencecheck/fencecheck/conformance/driver"
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/leader"
+)
+
+// A user's controller under test (make conformance CONTROLLER=DIR): its
+// manifests are deployed in each scenario namespace instead of ours, told
+// where everything is through FENCECHECK_* (docs/controller-contract.md).
+
+// UnderTestLabel marks the pods of a user's controller (added to its pod
+// template; its own labels and selector are left alone).
+const (
+	UnderTestLabel    = "fencecheck.io/under-test"
+	UnderTestSelector = UnderTestLabel + "=controller"
+)
+
+// Environment variables the suite gives a controller.
+const (
+	EnvNamespace      = "FENCECHECK_NAMESPACE"
+	EnvLeaseName      = "FENCECHECK_LEASE_NAME"
+	EnvTermAnnotation = "FENCECHECK_TERM_ANNOTATION"
+	EnvSinkURL        = "FENCECHECK_SINK_URL"
+	EnvPodName        = "FENCECHECK_POD_NAME"
+	// EnvSinkTokenFile names the file with the sink credential, when the
+	// sink authenticates (the controller sends it as a Bearer token).
+	EnvSinkTokenFile = "FENCECHECK_SINK_TOKEN_FILE"
+)
+
+// timingEnv maps the scenario's timing flags to their variables.
+var timingEnv = map[string]string{
+	"lease-duration": "FENCECHECK_LEASE_DURATION", "renew-deadline": "FENCECHECK_RENEW_DEADLINE",
+	"retry-period": "FENCECHECK_RETRY_PERIOD", "drain-timeout": "FENCECHECK_DRAIN_TIMEOUT",
+	"write-interval": "FENCECHECK_WRITE_INTERVAL",
+}
+
+// ControllerVars are the FENCECHECK_* values for a scenario namespace,
+// from the flags the scenario would give our fixture: only timing flags
+// are allowed (a scenario that needs a broken mode runs on our fixture).
+func ControllerVars(ns string, reconcilerArgs []string) (map[string]string, error) {
+	vars := map[string]string{EnvNamespace: ns, EnvLeaseName: leader.LeaseName, EnvTermAnnotation: leader.TermAnnotation, EnvSinkURL: WitnessURL}
+	for _, a := range reconcilerArgs {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		env, known := timingEnv[name]
+		if !ok || !known {
+			return nil, fmt.Errorf("flag %s has no FENCECHECK_* equivalent: a scenario that needs the fixture's modes cannot run on a user's controller", a)
+		}
+		vars[env] = value // the last flag wins, as for the fixture
+	}
+	return vars, nil
+}
+
+var placeholder = regexp.MustCompile(`\$\{(FENCECHECK_[A-Z_]+)\}`)
+
+// substitute replaces ${FENCECHECK_*} placeholders; an unknown one is an
+// error naming the known ones (a typo must not deploy as an empty string).
+func substitute(file string, b []byte, vars map[string]string) ([]byte, error) {
+	var bad []string
+	out := placeholder.ReplaceAllFunc(b, func(m []byte) []byte {
+		name := string(placeholder.FindSubmatch(m)[1])
+		v, ok := vars[name]
+		if !ok {
+			bad = append(bad, name)
+		}
+		return []byte(v)
+	})
+	if len(bad) > 0 {
+		known := make([]string, 0, len(vars))
+		for k := range vars {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("%s: unknown placeholder ${%s} (known: %s; the pod name is $(%s) in args or env)", file, strings.Join(bad, "}, ${"), strings.Join(known, ", "), EnvPodName)
+	}
+	return out, nil
+}
+
+// ControllerManifests decodes dir/*.yaml for namespace ns with the
+// placeholders substituted. The directory must hold exactly one
+// Deployment: it gets replicas, the under-test label on its pods and the
+// FENCECHECK_* env in every container. Namespaces are dropped (each
+// scenario brings its own); cluster-scoped RBAC is refused (scenarios run
+// side by side, each in its own namespace).
+func ControllerManifests(ctx context.Context, dir, ns string, vars map[string]string, replicas int32) ([]k8s.Object, *appsv1.Deployment, error) {
+	files, err := fs.Glob(os.DirFS(dir), "*.yaml")
+	if err != nil || len(files) == 0 {
+		return nil, nil, fmt.Errorf("CONTROLLER=%s: no *.yaml manifests there (a Deployment of the controller and its RBAC; see docs/controller-contract.md)", dir)
+	}
+	var objs []k8s.Object
+	var deps []*appsv1.Deployment
+	var errs []string
+	keep := func(_ context.Context, obj k8s.Object) error {
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+			return nil
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			errs = append(errs, fmt.Sprintf("%T %s is cluster-scoped: each scenario runs in its own namespace, use a Role and a RoleBinding", obj, obj.GetName()))
+			return nil
+		case *appsv1.Deployment:
+			deps = append(deps, o)
+		case *rbacv1.RoleBinding:
+			for i := range o.Subjects {
+				if o.Subjects[i].Kind == rbacv1.ServiceAccountKind {
+					o.Subjects[i].Namespace = ns
+				}
+			}
+		}
+		objs = append(objs, obj)
+		return nil
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return nil, nil, err
+		}
+		if b, err = substitute(f, b, vars); err != nil {
+			return nil, nil, fmt.Errorf("CONTROLLER=%s: %w", dir, err)
+		}
+		if err := decoder.DecodeEach(ctx, bytes.NewReader(b), keep, decoder.MutateNamespace(ns)); err != nil {
+			return nil, nil, fmt.Errorf("CONTROLLER=%s: %s: %w", dir, f, err)
+		}
+	}
+	if len(deps) != 1 {
+		names := make([]string, len(deps))
+		for i, d := range deps {
+			names[i] = d.Name
+		}
+		errs = append(errs, fmt.Sprintf("want exactly one Deployment (the controller), found %d %v", len(deps), names))
+	}
+	if len(errs) > 0 {
+		return nil, nil, fmt.Errorf("CONTROLLER=%s: %s", dir, strings.Join(errs, "; "))
+	}
+	dep := deps[0]
+	dep.Spec.Replicas = &replicas
+	if dep.Spec.Template.Labels == nil {
+		dep.Spec.Template.Labels = map[string]string{}
+	}
+	dep.Spec.Template.Labels[UnderTestLabel] = "controller"
+	spec := &dep.Spec.Template.Spec
+	for i := range spec.InitContainers {
+		injectEnv(&spec.InitContainers[i], vars)
+	}
+	for i := range spec.Containers {
+		injectEnv(&spec.Containers[i], vars)
+	}
+	return objs, dep, nil
+}
+
+// injectEnv puts the FENCECHECK_* variables first in c's env (the kubelet
+// expands $(VAR) in args and later env from earlier entries), replacing
+// any the manifest set itself.
+func injectEnv(c *corev1.Container, vars map[string]string) {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	env := []corev1.EnvVar{{Name: EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	for _, k := range names {
+		env = append(env, corev1.EnvVar{Name: k, Value: vars[k]})
+	}
+	for _, e := range c.Env {
+		if !slices.ContainsFunc(env, func(x corev1.EnvVar) bool { return x.Name == e.Name }) {
+			env = append(env, e)
+		}
+	}
+	c.Env = env
+}
+
+// deployController creates the user's manifests in the namespace and
+// waits for their Deployment to be ready.
+func (d *deployment) deployController(ctx context.Context, spec driver.Spec) error {
+	vars, err := ControllerVars(d.ns, spec.ReconcilerArgs)
+	if err != nil {
+		return err
+	}
+	objs, dep, err := ControllerManifests(ctx, d.t.opt.Controller, d.ns, vars, int32(spec.Replicas))
+	if err != nil {
+		return err
+	}
+	d.name = dep.Name
+	for _, obj := range objs {
+		if err := d.t.opt.Res.Create(ctx, obj); err != nil {
+			return fmt.Errorf("CONTROLLER=%s: create %T %s: %w", d.t.opt.Controller, obj, obj.GetName(), err)
+		}
+	}
+	d.t.log("%s: deployed the controller under test from %s (%d objects, Deployment %s) with %v", d.ns, d.t.opt.Controller, len(objs), dep.Name, vars)
+	if err := d.waitReady(ctx, dep.Name); err != nil {
+		return fmt.Errorf("the controller under test (%s) did not get %d ready replicas: %w", d.t.opt.Controller, spec.Replicas, err)
+	}
+	return d.waitControllerActive(ctx)
+}
+
+// minUnstampedWrites is how many writes without a valid epoch, and none
+// with one, show a controller that does not stamp (not a slow start).
+const minUnstampedWrites = 5
+
+// waitControllerActive waits until the controller under test holds the
+// Lease the suite watches and writes to the witness; when it does not, the
+// error says what was seen instead of a bare timeout.
+func (d *deployment) waitControllerActive(ctx context.Context) error {
+	var seen string
+	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "the controller under test to hold Lease "+leader.LeaseName+" and write to "+WitnessURL, func(ctx context.Context) (bool, error) {
+		l, err := d.t.opt.Kube.CoordinationV1().Leases(d.ns).Get(ctx, leader.LeaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			seen = d.otherLeases(ctx)
+			return false, nil
+		}
+		holder := *l.Spec.HolderIdentity
+		w, err := d.Witness(ctx)
+		if err != nil {
+			return false, err
+		}
+		puts, stamped, status := 0, 0, map[int]int{}
+		for _, op := range w.Operations {
+			if op.Method != http.MethodPut {
+				continue
+			}
+			puts++
+			status[op.Status]++
+			if op.EpochError == "" && op.EpochHeader != "" {
+				stamped++
+			}
+		}
+		switch {
+		case len(w.Operations) == 0:
+			seen = fmt.Sprintf("%s holds Lease %s/%s, but the witness at %s received no request: the controller writes elsewhere or not at all (it must write to $%s)",
+				holder, d.ns, leader.LeaseName, WitnessURL, EnvSinkURL)
+			return false, nil
+		case stamped == 0 && puts >= minUnstampedWrites:
+			return false, driver.GiveUp(fmt.Errorf("the witness saw %d PUTs, 0 with a valid %s header (answers by status: %v): the controller does not stamp its writes with its term (docs/controller-contract.md, MUST 4)",
+				puts, contract.HeaderEpoch, status))
+		}
+		return true, nil
+	})
+	if err != nil && seen != "" {
+		return fmt.Errorf("%w: %s", err, seen)
+	}
+	return err
+}
+
+// otherLeases says which Leases the namespace has instead of ours.
+func (d *deployment) otherLeases(ctx context.Context) string {
+	ls, err := d.t.opt.Kube.CoordinationV1().Leases(d.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "cannot list Leases: " + err.Error()
+	}
+	var other []string
+	for _, l := range ls.Items {
+		h := ""
+		if l.Spec.HolderIdentity != nil {
+			h = *l.Spec.HolderIdentity
+		}
+		if l.Name == leader.LeaseName {
+			return fmt.Sprintf("Lease %s exists with no holder (%q)", l.Name, h)
+		}
+		other = append(other, fmt.Sprintf("%s (holder %q)", l.Name, h))
+	}
+	if len(other) == 0 {
+		return fmt.Sprintf("no Lease in namespace %s: the controller never stood for election (it must elect on $%s in $%s)", d.ns, EnvLeaseName, EnvNamespace)
+	}
+	return fmt.Sprintf("the controller elects on Lease %s, not %s: it must use $%s", strings.Join(other, ", "), leader.LeaseName, EnvLeaseName)
+}
+
+// UnderTest names the controller this scenario runs and the image IDs
+// (digests) its pods reported.
+func (d *deployment) UnderTest(ctx context.Context) *history.UnderTest {
+	u := &history.UnderTest{Controller: "built-in fixture (manifests/reconciler)", Deployment: d.name}
+	if d.t.opt.Controller != "" {
+		u.Controller = d.t.opt.Controller
+	}
+	pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: d.sel})
+	if err != nil {
+		u.Note = "pods not listed: " + err.Error()
+		return u
+	}
+	seen := map[string]bool{}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			id := cs.Image + " " + cs.ImageID
+			if !seen[id] {
+				seen[id] = true
+				u.Images = append(u.Images, id)
+			}
+		}
+	}
+	sort.Strings(u.Images)
+	return u
+}
