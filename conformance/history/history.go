@@ -53,12 +53,9 @@ type Scenario struct {
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
 	// Witness is the harness's own record of every request the reconcilers
 	// sent to the sink and what came back (the client-side history).
-	Witness *record.History `json:"witness,omitempty"`
-	Chaos   []ChaosWindow   `json:"chaos,omitempty"`
-	// Schedule is the seeded fault schedule the scenario ran, as
-	// chaos/schedule records it (replayable from its seed).
-	Schedule json.RawMessage        `json:"schedule,omitempty"`
-	Expect   map[string]Expectation `json:"expect"` // by check name
+	Witness *record.History        `json:"witness,omitempty"`
+	Chaos   []ChaosWindow          `json:"chaos,omitempty"`
+	Expect  map[string]Expectation `json:"expect"` // by check name
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -67,6 +64,9 @@ type Scenario struct {
 	// Missing is evidence the harness could not collect, by source
 	// (EvidenceSink, ...): every check that needs it is INCONCLUSIVE.
 	Missing map[string][]string `json:"missing,omitempty"`
+	// Schedule is the seeded fault schedule the scenario ran, as
+	// chaos/schedule records it (replayable from its seed).
+	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
 
 // Config is how the scenario was set up: the timings the checks judge
