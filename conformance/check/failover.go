@@ -85,6 +85,21 @@ func (t TakeoverTime) StartedBy() string {
 // hits the leader (a Lease deletion may be re-created by its holder).
 func takeoverCausing(kind string) bool { return kind != history.ChaosLeaseDelete }
 
+// collectPhase is the driver's last phase (scenario.PhaseCollect; the
+// scenario package imports this one): it stops every reconciler, and a
+// leader that releases on shutdown hands over once more.
+const collectPhase = "collect"
+
+// collectStart is when the collect phase began (zero if none was recorded).
+func collectStart(s *history.Scenario) time.Time {
+	for _, p := range s.Phases {
+		if p.Name == collectPhase {
+			return p.Start
+		}
+	}
+	return time.Time{}
+}
+
 // hits reports whether a fault acts on pod: its own pod, or every pod for
 // a rolling restart (which replaces them one by one).
 func hits(w history.ChaosWindow, pod string) bool {
@@ -116,8 +131,13 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 	sort.SliceStable(windows, func(i, j int) bool { return windows[i].Injected.Before(windows[j].Injected) })
 	caused := make([]int, len(windows))
 	tos := Takeovers(s)
+	collect := collectStart(s)
 	for i, t := range tos {
 		if t.From == "" {
+			continue
+		}
+		if !collect.IsZero() && t.Observed.After(collect) {
+			notes = append(notes, fmt.Sprintf("takeover %s -> %s at %s came while the driver stopped every reconciler to collect: not timed", t.From, t.To, ts(t.Observed)))
 			continue
 		}
 		// The cause is the last fault before it on the old holder's pod.

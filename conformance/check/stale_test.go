@@ -153,6 +153,11 @@ func TestTakeoverAfterReleaseUsesReleaseBound(t *testing.T) {
 	if ts[0].Bound != FailoverBound(s.Config, true, ts[0].RoundTrips) || !ts[0].Within() {
 		t.Errorf("release bound %v took %v", ts[0].Bound, ts[0].Took)
 	}
+	// The same takeover while the driver stops everyone to collect is not timed.
+	s.Phases = append(s.Phases, history.Phase{Name: "collect", Start: rel.Observed.Add(-time.Millisecond), End: rel.Observed.Add(time.Minute)})
+	if ts, _, notes := TakeoverTimes(s); len(ts) != 0 || !strings.Contains(strings.Join(notes, "\n"), "to collect: not timed") {
+		t.Errorf("a takeover during collection was timed: %+v %v", ts, notes)
+	}
 }
 
 func TestStaleLeaderActed(t *testing.T) {

@@ -53,12 +53,9 @@ type Scenario struct {
 	Events       map[string][]eventlog.Event `json:"events"` // by pod name
 	// Witness is the harness's own record of every request the reconcilers
 	// sent to the sink and what came back (the client-side history).
-	Witness *record.History `json:"witness,omitempty"`
-	Chaos   []ChaosWindow   `json:"chaos,omitempty"`
-	// Schedule is the seeded fault schedule the scenario ran, as
-	// chaos/schedule records it (replayable from its seed).
-	Schedule json.RawMessage        `json:"schedule,omitempty"`
-	Expect   map[string]Expectation `json:"expect"` // by check name
+	Witness *record.History        `json:"witness,omitempty"`
+	Chaos   []ChaosWindow          `json:"chaos,omitempty"`
+	Expect  map[string]Expectation `json:"expect"` // by check name
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -73,6 +70,9 @@ type Scenario struct {
 	// UnderTest names the controller the scenario ran (CONTROLLER=DIR or
 	// our fixture) and the images its pods ran.
 	UnderTest *UnderTest `json:"under_test,omitempty"`
+	// Schedule is the seeded fault schedule the scenario ran, as
+	// chaos/schedule records it (replayable from its seed).
+	Schedule json.RawMessage `json:"schedule,omitempty"`
 }
 
 // UnderTest is the controller under test of one scenario.

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/synth"
+)
+
+// Every chaos kind is labelled on the timeline and in its legend; a kind
+// the renderer has no style for is still shown under its own name.
+func TestTimelineLabelsEachKind(t *testing.T) {
+	s := synth.Scenario("kinds", synth.Defect{})
+	at := s.Chaos[0].Recovered.Add(time.Second)
+	s.Chaos = append(s.Chaos,
+		history.ChaosWindow{Kind: history.ChaosLeaseDelete, Pod: "pod-c", Injected: at, Recovered: at},
+		history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: "pod-c", Injected: at.Add(time.Second), Recovered: at.Add(2 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: "pod-b", Injected: at.Add(2 * time.Second), Recovered: at.Add(4 * time.Second)},
+		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)})
+	svg := Timeline(s)
+	for _, want := range []string{">partition<", ">partition: cut off from the apiserver<", ">Lease deleted<", ">pod deleted<", ">pod deleted (SIGTERM)<",
+		">rolling restart<", ">pause<", "stroke-dasharray"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+	s.Schedule = []byte(`{"config":{"seed":7}}`)
+	if page := string(HTML(synth.Run("r", s), nil)); !strings.Contains(page, "fault schedule") || !strings.Contains(page, "&#34;seed&#34;:7") {
+		t.Error("the page does not show the schedule to replay")
+	}
+}
