@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,14 +17,21 @@ import (
 	"github.com/fencecheck/fencecheck/contract/client"
 	sink "github.com/fencecheck/fencecheck/fixtures/sink"
 	"github.com/fencecheck/fencecheck/fixtures/sink/boltstore"
+	"github.com/fencecheck/fencecheck/fixtures/sink/sinktest"
+	"github.com/fencecheck/fencecheck/fixtures/sink/store"
 )
 
 // proxied serves the apiserver's service proxy path for ns/http:sink:8080
-// with h, as the apiserver does (status and body passed through), and
-// counts the requests.
-func proxied(t *testing.T, h http.Handler) (kubernetes.Interface, *atomic.Int64) {
+// from the sink at url, as the apiserver does (status and body passed
+// through), and counts the requests.
+func proxied(t *testing.T, sinkURL string) (kubernetes.Interface, *atomic.Int64) {
 	t.Helper()
 	const prefix = "/api/v1/namespaces/ns/services/http:sink:8080/proxy"
+	target, err := url.Parse(sinkURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
 	var n atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
@@ -30,43 +39,36 @@ func proxied(t *testing.T, h http.Handler) (kubernetes.Interface, *atomic.Int64)
 			http.Error(w, "not a proxy path: "+r.URL.Path, http.StatusTeapot)
 			return
 		}
-		r2 := r.Clone(r.Context())
-		r2.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
-		r2.URL.RawPath = strings.TrimPrefix(r.URL.EscapedPath(), prefix)
-		h.ServeHTTP(w, r2)
+		r.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+		r.URL.RawPath = strings.TrimPrefix(r.URL.EscapedPath(), prefix)
+		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
 	return kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL}), &n
 }
 
-func referenceSink(t *testing.T) http.Handler {
+// referenceSink starts the reference sink, wrapped by wrap, with a few
+// records written.
+func referenceSink(t *testing.T, wrap ...func(http.Handler) http.Handler) string {
 	t.Helper()
-	st, err := boltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := sink.New(context.Background(), sink.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	c := &client.Client{BaseURL: hs.URL}
+	dir := t.TempDir()
+	s := sinktest.StartWith(t, func(context.Context) (store.Store, error) { return boltstore.Open(dir) },
+		func(st store.Store) (sink.Config, error) { return sink.Config{Store: st}, nil }, wrap...)
+	c := &client.Client{BaseURL: s.URL}
 	for _, k := range []string{"row-1", "row 2", "row-3", "a/b"} {
 		if _, rep, err := c.Put(context.Background(), k, []byte("v"+k), 1, ""); err != nil || rep.Status != 200 {
 			t.Fatalf("put %s: %+v %v", k, rep, err)
 		}
 	}
-	return srv.Handler()
+	return s.URL
 }
 
 // The final records come in one request from the reference sink, and
 // key by key, in the keys' order, from a sink without the bulk read.
 func TestSinkRecordsBulkAndFallback(t *testing.T) {
-	h := referenceSink(t)
 	keys := []string{"row-1", "never-written", "row 2", "row-3"}
-	kube, n := proxied(t, h)
+	withBulk := referenceSink(t)
+	kube, n := proxied(t, withBulk)
 	recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", keys)
 	if err != nil || len(recs) != 3 || recs[0].Key != "row-1" || recs[1].Key != "row 2" || recs[1].Value != "vrow 2" || recs[2].Key != "row-3" {
 		t.Fatalf("bulk: %+v %v", recs, err)
@@ -74,12 +76,14 @@ func TestSinkRecordsBulkAndFallback(t *testing.T) {
 	if n.Load() != 1 {
 		t.Errorf("bulk read took %d requests, want 1", n.Load())
 	}
-	noBulk := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == contract.PathRecordsBulk {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
+	noBulk := referenceSink(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == contract.PathRecordsBulk {
+				http.NotFound(w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	})
 	kube, n = proxied(t, noBulk)
 	again, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", keys)
@@ -97,7 +101,7 @@ func TestSinkRecordsBulkAndFallback(t *testing.T) {
 	if _, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", []string{"a/b"}); err == nil || !strings.Contains(err.Error(), "bulk read can") {
 		t.Errorf("a key with a / key by key: %v", err)
 	}
-	kube, _ = proxied(t, h)
+	kube, _ = proxied(t, withBulk)
 	if recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", []string{"a/b"}); err != nil || len(recs) != 1 || recs[0].Value != "va/b" {
 		t.Errorf("a key with a / in bulk: %+v %v", recs, err)
 	}
