@@ -22,7 +22,8 @@ for b in "${which[@]}"; do
 	witness) bash witness.sh || rc=1 ;;
 	kind-up) bash kind-up.sh ${KINDUP_ARGS:-} || rc=1 ;;
 	suite)
-		if [ -e ../reports/latest/history.json ]; then bash suite.sh ../reports/latest || rc=1
+		# suite.sh works from the repository root: give it an absolute path.
+		if [ -e ../reports/latest/history.json ]; then bash suite.sh "$(cd ../reports/latest && pwd -P)" || rc=1
 		else echo "bench: no reports/latest yet: run 'make conformance' first" >&2; rc=1; fi ;;
 	*) echo "bench: unknown benchmark '$b' (bridge, sink, witness, kind-up, suite)" >&2; exit 2 ;;
 	esac

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/suite.sh [--parallel N] [--run-id ID] [-- CONFORMANCE_ARGS...]
 # bench/suite.sh REPORT_DIR [REPORT_DIR...]
-# The conformance suite at --parallel 1 and at --parallel N (default: the
-# suite's), with the same seed, one after the other in this run; then
+# The conformance suite at --parallel N (default: the suite's) and at
+# --parallel 1, with the same seed, one after the other in this run; then
 # side by side: wall time of all scenarios, the ratio to the longest
 # scenario's unavoidable waits (goal <= 1.5x) and to their sum, deploy+
 # collect per scenario, and the failover percentiles at both settings
@@ -33,17 +33,21 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -z "$PAR" ] || [[ "$PAR" =~ ^[1-9][0-9]*$ ]] || die "--parallel must be a positive number, got '$PAR'"
+if [ -z "$PAR" ]; then
+	# The suite's default, named explicitly so the reports record it.
+	PAR=$(sed -n 's/^const defaultParallel = \([0-9]*\)$/\1/p' conformance/suite/suite_test.go)
+	[ -n "$PAR" ] || die "no 'const defaultParallel = N' in conformance/suite/suite_test.go"
+fi
 SEED=$(( $(date +%s%N) % 1000000 ))
 dirs=()
 # The parallel run first: it is the shorter, and its figures matter most.
-for p in "${PAR:-default}" 1; do
-	args=(--run-id "$ID-p$p" --seed "$SEED")
-	[ "$p" = default ] || args+=(--parallel "$p")
+for p in "$PAR" 1; do
+	args=(--run-id "$ID-p$p" --seed "$SEED" --parallel "$p")
 	step "suite at --parallel $p" bash scripts/conformance.sh "${args[@]}" "$@" || log "the run at --parallel $p failed; timing its history anyway"
 	dir=reports/$ID-p$p
 	[ -f "$dir/history.json" ] || die "$dir/history.json: the run recorded nothing"
 	go run ./cmd/fencecheck report --timing "$dir" >"$dir/timing.md"
 	dirs+=("$dir")
 done
-echo "bench/suite.sh: the same scenarios and seed at --parallel ${PAR:-(the default)} and 1:"
+echo "bench/suite.sh: the same scenarios and seed at --parallel $PAR and 1:"
 go run ./cmd/fencecheck report --timing "${dirs[@]}" | tee "reports/$ID-compare.md"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,7 +76,12 @@ func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b, err := serviceRequest(client, namespace, service, port, contract.RecordPath(k), token).DoRaw(ctx)
+			if strings.Contains(k, "/") {
+				errs[i] = fmt.Errorf("sink record %q: a key with a / cannot be read key by key through the service proxy (client-go escapes the %%2F again); the bulk read can", k)
+				return
+			}
+			// Unescaped: client-go escapes the proxy path itself.
+			b, err := serviceRequest(client, namespace, service, port, contract.PathRecords+k, token).DoRaw(ctx)
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:

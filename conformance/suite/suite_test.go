@@ -306,10 +306,13 @@ func keep(h *history.Scenario) {
 	recorded = append(recorded, h)
 }
 
-// defaultParallel is measured on 2 cores (bench/suite.sh). The suite's
+// defaultParallel: at 4 on the shared 2-core machine (run speed-b1-p4)
+// repeated-takeovers failed bridge-join (a drain past drain_timeout under
+// load), so one at a time until bench/suite.sh picks a setting that
+// changes no verdict. The suite's
 // --parallel is registered before e2e-framework parses its flags, so it
 // replaces e2e-framework's own --parallel (a bool, every feature at once).
-const defaultParallel = 4
+const defaultParallel = 1
 
 func TestConformance(t *testing.T) {
 	if *parallel < 1 {
