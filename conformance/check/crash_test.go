@@ -208,6 +208,7 @@ func TestSinkRestartMakesSinkHistoryChecksInconclusive(t *testing.T) {
 func TestOldLeaderStepsDownIgnoresTheProbe(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
 	s := &history.Scenario{Config: history.Config{DrainTimeout: history.Duration(time.Second)},
+		Phases: []history.Phase{{Name: "collect", Start: t0.Add(50 * time.Second), End: t0.Add(50 * time.Second)}},
 		Lease: history.LeaseWatch{Start: t0, End: t0.Add(time.Minute), Records: []history.LeaseRecord{
 			{Observed: t0, Holder: "p1_aaaaaaaa", Term: 1, TermOK: true, TermRaw: "1"},
 			{Observed: t0.Add(time.Second), Holder: "p2_bbbbbbbb", Term: 2, TermOK: true, TermRaw: "2"}}},

@@ -69,7 +69,7 @@ func TestSinkRecordsBulkAndFallback(t *testing.T) {
 	keys := []string{"row-1", "never-written", "row 2", "row-3"}
 	withBulk := referenceSink(t)
 	kube, n := proxied(t, withBulk)
-	recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", keys)
+	recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", "", keys)
 	if err != nil || len(recs) != 3 || recs[0].Key != "row-1" || recs[1].Key != "row 2" || recs[1].Value != "vrow 2" || recs[2].Key != "row-3" {
 		t.Fatalf("bulk: %+v %v", recs, err)
 	}
@@ -86,7 +86,7 @@ func TestSinkRecordsBulkAndFallback(t *testing.T) {
 		})
 	})
 	kube, n = proxied(t, noBulk)
-	again, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", keys)
+	again, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", "", keys)
 	if err != nil || len(again) != 3 {
 		t.Fatalf("key by key: %+v %v", again, err)
 	}
@@ -98,14 +98,14 @@ func TestSinkRecordsBulkAndFallback(t *testing.T) {
 	if n.Load() != int64(1+len(keys)) {
 		t.Errorf("fallback took %d requests, want 1 + %d", n.Load(), len(keys))
 	}
-	if _, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", []string{"a/b"}); err == nil || !strings.Contains(err.Error(), "bulk read can") {
+	if _, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", "", []string{"a/b"}); err == nil || !strings.Contains(err.Error(), "bulk read can") {
 		t.Errorf("a key with a / key by key: %v", err)
 	}
 	kube, _ = proxied(t, withBulk)
-	if recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", []string{"a/b"}); err != nil || len(recs) != 1 || recs[0].Value != "va/b" {
+	if recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", "", []string{"a/b"}); err != nil || len(recs) != 1 || recs[0].Value != "va/b" {
 		t.Errorf("a key with a / in bulk: %+v %v", recs, err)
 	}
-	if recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", nil); err != nil || len(recs) != 0 || recs == nil {
+	if recs, err := SinkRecords(context.Background(), kube, "ns", "sink", "8080", "", nil); err != nil || len(recs) != 0 || recs == nil {
 		t.Errorf("no keys: %#v %v", recs, err)
 	}
 }

@@ -23,7 +23,7 @@ type PodAddresses interface {
 func (s *Session) recordPodIPs() error {
 	r, ok := s.dep.(PodAddresses)
 	if !ok {
-		s.Hist.MissingEvidence(history.EvidencePodIPs, fmt.Sprintf("the %s target records no pod addresses", s.dr.Target.Name()))
+		s.Hist.MissingEvidence(history.EvidencePodIPs, fmt.Sprintf("the deployment (%T) records no pod addresses", s.dep))
 		return nil
 	}
 	ips, err := r.PodIPs()

@@ -140,6 +140,9 @@ func (c *Client) HistoryWithDropped(ctx context.Context) ([]contract.Attempt, ui
 	if err != nil {
 		return nil, 0, err
 	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return nil, 0, err

@@ -126,13 +126,16 @@ type deployment struct {
 	// adminToken reads the sink's history (the writer token is only in
 	// the Secret, for the reconcilers).
 	adminToken string
+	// writerToken is the harness's own probe's credential (the witness
+	// sends it on; see WitnessAdmin).
+	writerToken string
 }
 
 // createTokens creates the Secret with a fresh writer and admin token.
 func (d *deployment) createTokens(ctx context.Context) error {
-	d.adminToken = refsink.NewToken()
+	d.adminToken, d.writerToken = refsink.NewToken(), refsink.NewToken()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SinkTokenSecret, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}},
-		StringData: map[string]string{SinkWriterTokenKey: refsink.NewToken(), SinkAdminTokenKey: d.adminToken}}
+		StringData: map[string]string{SinkWriterTokenKey: d.writerToken, SinkAdminTokenKey: d.adminToken}}
 	if _, err := d.t.opt.Kube.CoreV1().Secrets(d.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the sink's token Secret in %s: %w", d.ns, err)
 	}

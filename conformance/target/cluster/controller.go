@@ -165,7 +165,28 @@ func ControllerManifests(ctx context.Context, dir, ns string, vars map[string]st
 	for i := range spec.Containers {
 		injectEnv(&spec.Containers[i], vars)
 	}
+	mountSinkToken(spec)
 	return objs, dep, nil
+}
+
+// sinkTokenDir is where a controller's containers find the sink's writer
+// token, as the file named by EnvSinkTokenFile (MUST 8 of the contract).
+const sinkTokenDir = "/var/run/secrets/fencecheck/sink"
+
+// mountSinkToken mounts the writer token of the scenario's Secret into
+// every container and names it in EnvSinkTokenFile: the sink refuses
+// unauthenticated writes, and the suite never turns that off.
+func mountSinkToken(spec *corev1.PodSpec) {
+	const volume = "fencecheck-sink-token"
+	mode := int32(0o444)
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: SinkTokenSecret, DefaultMode: &mode, Items: []corev1.KeyToPath{{Key: SinkWriterTokenKey, Path: SinkWriterTokenKey}}}}})
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: sinkTokenDir, ReadOnly: true})
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == EnvSinkTokenFile })
+		c.Env = append(c.Env, corev1.EnvVar{Name: EnvSinkTokenFile, Value: sinkTokenDir + "/" + SinkWriterTokenKey})
+	}
 }
 
 // injectEnv puts the FENCECHECK_* variables first in c's env (the kubelet

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/fencecheck/fencecheck/witness/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -86,6 +88,9 @@ func (d *deployment) sinkContainer(ctx context.Context) (*corev1.Pod, corev1.Con
 // apiserver's service proxy (which consumes an Authorization header:
 // a probe's token travels in its body).
 func (d *deployment) WitnessAdmin(ctx context.Context, path string, req, resp any) error {
+	if p, ok := req.(*record.ProbeRequest); ok && p.Authorization == "" {
+		p.Authorization = "Bearer " + d.writerToken // the sink refuses a probe without it
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err

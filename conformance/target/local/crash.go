@@ -1,6 +1,8 @@
 package local
 
 import (
+	"github.com/fencecheck/fencecheck/witness/record"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -66,6 +68,9 @@ func (d *deployment) sinks() []*exec.Cmd {
 
 // WitnessAdmin POSTs req as JSON to the witness's admin listener.
 func (d *deployment) WitnessAdmin(ctx context.Context, path string, req, resp any) error {
+	if p, ok := req.(*record.ProbeRequest); ok && p.Authorization == "" {
+		p.Authorization = "Bearer " + d.tokens.Writers[0] // the sink refuses a probe without it
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
