@@ -332,26 +332,6 @@ func TestWriteInFlightAtAbort(t *testing.T) {
 	wantFail(t, s, BridgeAbort, "after its bridge aborted")
 }
 
-func TestFailovers(t *testing.T) {
-	s := synth.Scenario("failover", synth.Defect{})
-	fs, problems := Failovers(s)
-	if len(problems) != 0 || len(fs) != 1 {
-		t.Fatalf("failovers %+v problems %v", fs, problems)
-	}
-	f := fs[0]
-	// Cut at 5s; last renew at 5s (the model renews on the tick before the
-	// cut); takeover at lastRenew+5s = 9s; fence+first write at 9s + 5ms.
-	if f.FromTerm != 1 || f.ToTerm != 2 || f.Failover != 4*time.Second+5*time.Millisecond || f.Bound != 5*time.Second || !f.WithinBound() {
-		t.Errorf("unexpected failover %+v", f)
-	}
-	// A partition of a follower is not a failover and is reported.
-	s.Chaos[0].Pod = "pod-b"
-	wantInconclusive(t, s, FailoverLiveness, "no takeover after a fault")
-	s = synth.Scenario("no-chaos", synth.Defect{})
-	s.Chaos = nil
-	wantInconclusive(t, s, FailoverLiveness, "no chaos window")
-}
-
 func TestEvaluateExpectations(t *testing.T) {
 	s := synth.Scenario("no-drain", synth.Defect{NoDrain: true})
 	s.Expect[BridgeDrain] = history.MustFail

@@ -71,12 +71,12 @@ func MeasureRun(run *history.Run) RunTiming {
 				last = p.End
 			}
 		}
-		fs, _ := check.Failovers(s)
-		for _, f := range fs {
-			if f.FirstCommit.IsZero() {
+		ts, _, _ := check.TakeoverTimes(s)
+		for _, t := range ts {
+			if !t.Judged() {
 				rt.NoCommit++
 			} else {
-				rt.Failovers = append(rt.Failovers, f.Failover)
+				rt.Failovers = append(rt.Failovers, t.Took)
 			}
 		}
 	}
