@@ -44,7 +44,15 @@ build_one() {
 		--add "$OUT/bin/$n:/$n" --entrypoint "/$n"
 }
 
+# roll_chaos_agent: apply this tree's agent manifests first (a new binary
+# may need a new DaemonSet spec or CRD: flags, mounts, kinds), then restart
+# the DaemonSet so it runs the reloaded image.
 roll_chaos_agent() {
+	local f
+	for f in "$FENCECHECK_ROOT"/manifests/chaos/*.yaml; do
+		docker exec -i "$(control_plane_container)" kubectl --kubeconfig /etc/kubernetes/admin.conf \
+			apply --server-side --force-conflicts --field-manager=fencecheck -f - <"$f" >&2 || return 1
+	done
 	node_kubectl -n fencecheck-system rollout restart ds/chaos-agent >/dev/null &&
 		node_kubectl -n fencecheck-system rollout status ds/chaos-agent --timeout=120s >&2
 }
