@@ -173,4 +173,3 @@ func checkBridgeJoin(s *history.Scenario) Verdict {
 	}
 	return e.verdict()
 }
-

@@ -128,8 +128,29 @@ func (w *PodIPWatcher) observe(pod *corev1.Pod, now time.Time) {
 		w.closeLocked(pod.Name, now)
 	}
 	if ip != "" {
-		w.open[pod.Name] = history.PodIP{Pod: pod.Name, IP: ip, From: now}
+		from := now
+		if t := sandboxReady(pod); !t.IsZero() && t.Before(from) {
+			from = t
+		}
+		w.open[pod.Name] = history.PodIP{Pod: pod.Name, IP: ip, From: from}
 	}
+}
+
+// sandboxReady is when the kubelet reported the pod's sandbox, and so its
+// address, ready (the PodReadyToStartContainers condition, else the pod's
+// start time), in the API's whole seconds, rounded down. The kubelet's
+// status update carrying the IP can reach the API after the containers
+// started sending: the watch alone would open the address too late.
+func sandboxReady(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return time.Time{}
 }
 
 func (w *PodIPWatcher) closeLocked(name string, now time.Time) {
