@@ -136,19 +136,22 @@ func (w *PodIPWatcher) observe(pod *corev1.Pod, now time.Time) {
 	}
 }
 
-// sandboxReady is when the kubelet reported the pod's sandbox, and so its
-// address, ready (the PodReadyToStartContainers condition, else the pod's
-// start time), in the API's whole seconds, rounded down. The kubelet's
-// status update carrying the IP can reach the API after the containers
-// started sending: the watch alone would open the address too late.
+// sandboxReady bounds from below when the pod could first send from its
+// address: the kubelet's start time for it (it accepted the pod before it
+// created the sandbox that got the IP), else the PodReadyToStartContainers
+// condition, in the API's whole seconds, rounded down. The kubelet's status
+// update carrying the IP can reach the API after the containers started
+// sending, and even the condition's time was seen later than a leader's
+// first fence: the watch alone would open the address too late. An address
+// two pods could have held then is ambiguous (check.SenderOf), never a guess.
 func sandboxReady(pod *corev1.Pod) time.Time {
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue {
 			return c.LastTransitionTime.Time
 		}
-	}
-	if pod.Status.StartTime != nil {
-		return pod.Status.StartTime.Time
 	}
 	return time.Time{}
 }
