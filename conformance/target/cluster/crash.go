@@ -18,7 +18,6 @@ import (
 
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
-	"github.com/fencecheck/fencecheck/contract"
 )
 
 // CrashSink SIGKILLs the sink's container on its node (crictl stop with no
@@ -54,7 +53,9 @@ func (d *deployment) CrashSink(ctx context.Context) (history.ChaosWindow, error)
 		case now.RestartCount <= cs.RestartCount || !now.Ready:
 			return false, nil
 		}
-		_, err = d.t.opt.Kube.CoreV1().Services(d.ns).ProxyGet("http", SinkService, SinkPort, contract.PathFence, nil).DoRaw(ctx)
+		// /healthz needs no token (the floor's read does) and answers once
+		// the store is open.
+		_, err = d.t.opt.Kube.CoreV1().Services(d.ns).ProxyGet("http", SinkService, SinkPort, "/healthz", nil).DoRaw(ctx)
 		return err == nil, err
 	})
 	w.Recovered = time.Now()
