@@ -159,7 +159,11 @@ func checkEpochHeld(s *history.Scenario) Verdict {
 	return e.verdict()
 }
 
-func counts(m map[string]int) string {
+func counts(m map[string]int) string { return joinCounts(m, "%s:%d", " ") }
+
+// joinCounts renders a tally in key order, each entry as format (key,
+// count), joined with sep.
+func joinCounts(m map[string]int, format, sep string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -167,9 +171,9 @@ func counts(m map[string]int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s:%d", k, m[k])
+		parts[i] = fmt.Sprintf(format, k, m[k])
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, sep)
 }
 
 // bridgeSends is what the witness saw one pod send of one term's plan.

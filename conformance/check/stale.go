@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -60,14 +59,5 @@ func answers(ops []record.Operation) string {
 		}
 		n[strings.TrimSpace(k)]++
 	}
-	keys := make([]string, 0, len(n))
-	for k := range n {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s×%d", k, n[k])
-	}
-	return strings.Join(parts, ", ")
+	return joinCounts(n, "%s×%d", ", ")
 }
