@@ -69,7 +69,7 @@ func TestEndToEndOnALocalAPIServer(t *testing.T) {
 	if err := os.Symlink(filepath.Join(netrules.DefaultDir, ns), filepath.Join(dir, ns)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{plan.AllowLabel: plan.AllowValue}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// no controller-manager here: create the default service account ourselves
@@ -141,7 +141,7 @@ func TestEndToEndOnALocalAPIServer(t *testing.T) {
 	}
 
 	// Deleting an active partition heals it at once.
-	nc2 := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-0", Targets: []string{"10.96.0.1"}, Duration: time.Hour})
+	nc2 := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-0", Targets: []string{"10.96.0.1"}, Duration: 10 * time.Minute})
 	w2, err := ex.Inject(ctx, nc2)
 	if err != nil {
 		t.Fatal(err)
