@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -126,38 +125,20 @@ func ContainerID(s string) string {
 // DesiredPauses computes the containers on node that active, in-scope
 // PodPause objects ask to keep frozen, keyed by Freeze.Key.
 func DesiredPauses(pps []*PodPause, pods []corev1.Pod, node string, now time.Time, scope Scope, injected map[string]Injection) (map[string]*Freeze, []Problem) {
+	objs := make([]chaosObject, len(pps))
+	for i, pp := range pps {
+		objs[i] = pauseObject{pp}
+	}
 	want := map[string]*Freeze{}
-	var problems []Problem
-	for _, pp := range pps {
-		if pp.DeletionTimestamp != nil {
-			continue
-		}
-		key := pp.Namespace + "/" + pp.Name
-		if err := scope.CheckPause(pp); err != nil {
-			problems = append(problems, Problem{Chaos: key, Err: err})
-			continue
-		}
-		if inj, ok := injected[string(pp.UID)]; ok && inj.Fingerprint != PauseFingerprint(pp) {
-			problems = append(problems, Problem{Chaos: key, Err: errors.New("spec changed after injection: refused (a chaos object is immutable once injected); its containers thaw now")})
-			continue
-		}
-		active, end := PauseActive(pp, now, injected)
-		if !active {
-			continue
-		}
-		sel, err := SelectBy(pp.Namespace, pp.Spec.PodSelector, pods)
-		if err != nil {
-			problems = append(problems, Problem{Chaos: key, Err: err})
-			continue
-		}
-		part := Part{Chaos: key, UID: string(pp.UID), Fingerprint: PauseFingerprint(pp), Deadline: end}
+	problems := admit(objs, pods, now, scope, injected, func(o chaosObject, part Part, sel []corev1.Pod) {
+		names := o.(pauseObject).Spec.ContainerNames
 		for i := range sel {
 			p := &sel[i]
 			if p.Spec.NodeName != node {
 				continue
 			}
 			for _, cs := range p.Status.ContainerStatuses {
-				if len(pp.Spec.ContainerNames) > 0 && !contains(pp.Spec.ContainerNames, cs.Name) {
+				if len(names) > 0 && !contains(names, cs.Name) {
 					continue
 				}
 				if cs.ContainerID == "" || cs.State.Running == nil {
@@ -171,7 +152,7 @@ func DesiredPauses(pps []*PodPause, pods []corev1.Pod, node string, now time.Tim
 				want[f.Key()] = f
 			}
 		}
-	}
+	})
 	return want, problems
 }
 

@@ -371,32 +371,14 @@ func EffectiveActive(nc *v1alpha1.NetworkChaos, now time.Time, injected map[stri
 // NetworkChaos within scope asks for. Several objects on one pod are
 // merged. injected is the node ledger's memory of first injections.
 func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now time.Time, scope Scope, injected map[string]Injection) (map[string]*Want, []Problem) {
+	objs := make([]chaosObject, len(ncs))
+	for i, nc := range ncs {
+		objs[i] = networkObject{nc}
+	}
 	want := map[string]*Want{}
-	var problems []Problem
-	for _, nc := range ncs {
-		if nc.DeletionTimestamp != nil {
-			continue
-		}
-		key := nc.Namespace + "/" + nc.Name
-		if err := scope.CheckScope(nc); err != nil {
-			problems = append(problems, Problem{Chaos: key, Err: err})
-			continue
-		}
-		if inj, ok := injected[string(nc.UID)]; ok && inj.Fingerprint != NetworkFingerprint(nc) {
-			problems = append(problems, Problem{Chaos: key, Err: ErrEdited})
-			continue
-		}
-		active, end := EffectiveActive(nc, now, injected)
-		if !active {
-			continue
-		}
-		routes, _ := Routes(nc)
-		sel, err := SelectPods(nc, pods)
-		if err != nil {
-			problems = append(problems, Problem{Chaos: key, Err: err})
-			continue
-		}
-		part := Part{Chaos: key, UID: string(nc.UID), Fingerprint: NetworkFingerprint(nc), Deadline: end, Routes: routes}
+	problems := admit(objs, pods, now, scope, injected, func(o chaosObject, part Part, sel []corev1.Pod) {
+		routes, _ := Routes(o.(networkObject).NetworkChaos)
+		part.Routes = routes
 		for i := range sel {
 			p := &sel[i]
 			if p.Spec.NodeName != node || p.Spec.HostNetwork || p.Status.PodIP == "" {
@@ -407,11 +389,11 @@ func Desired(ncs []*v1alpha1.NetworkChaos, pods []corev1.Pod, node string, now t
 				w = &Want{PodKey: PodKey(p), PodIP: p.Status.PodIP}
 				want[w.PodKey] = w
 			}
-			w.Chaos = append(w.Chaos, key)
+			w.Chaos = append(w.Chaos, part.Chaos)
 			w.Routes = MergeRoutes(w.Routes, routes)
 			w.Parts = append(w.Parts, part)
 		}
-	}
+	})
 	return want, problems
 }
 
