@@ -103,6 +103,9 @@ func (d *deployment) create(ctx context.Context, dir, deployment string, args []
 	if err != nil {
 		return err
 	}
+	if deployment == SinkDeployment {
+		objs = NodeLocalData(objs)
+	}
 	var nodes []string
 	for _, obj := range objs {
 		if np, ok := obj.(*networkingv1.NetworkPolicy); ok {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -54,5 +55,38 @@ func TestManifestsTakeArgs(t *testing.T) {
 	}
 	if _, err := Manifests(context.Background(), root, "manifests/sink", "fc-x", "absent", nil); err == nil {
 		t.Error("a missing Deployment must be an error")
+	}
+}
+
+// The suite's sink keeps its data in an emptyDir (no claim to provision);
+// the shipped manifest keeps its claim.
+func TestNodeLocalData(t *testing.T) {
+	objs, err := Manifests(context.Background(), repoRoot(t), "manifests/sink", "fc-x", SinkDeployment, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := 0
+	for _, o := range objs {
+		if _, ok := o.(*corev1.PersistentVolumeClaim); ok {
+			claims++
+		}
+	}
+	if claims != 1 {
+		t.Fatalf("the shipped sink manifests have %d claims, want 1", claims)
+	}
+	out := NodeLocalData(objs)
+	if len(out) != len(objs)-1 {
+		t.Fatalf("%d objects after, %d before: only the claim goes", len(out), len(objs))
+	}
+	for _, o := range out {
+		dep, ok := o.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || (v.Name == "data" && v.EmptyDir == nil) {
+				t.Errorf("volume %s: %+v, want the data volume as an emptyDir", v.Name, v.VolumeSource)
+			}
+		}
 	}
 }
