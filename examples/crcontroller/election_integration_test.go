@@ -192,3 +192,48 @@ func TestTermManagerLosesAndStandsAgain(t *testing.T) {
 		t.Errorf("fences %v, want 1 then 3", fences)
 	}
 }
+
+// The leader's Lease is deleted: the leader (the live holder) re-creates it
+// at once with term 2, drains term 1's bridge, and a new manager in the
+// same process fences 2 and writes with it (before this it kept writing
+// term 1 under a Lease that said 2: run s5-cr-fenced-2 on the cluster).
+func TestTermManagerLeaseDeletedUnderIt(t *testing.T) {
+	srv := kubetest.Start(t, kubetest.Options{})
+	sink := &floorSink{puts: map[uint64]int{}}
+	hs := httptest.NewServer(sink)
+	defer hs.Close()
+	cfg := Config{Namespace: "default", LeaseName: leader.LeaseName, SinkURL: hs.URL, Pod: "a", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond, DrainTimeout: 2 * time.Second, WriteInterval: 20 * time.Millisecond, Rows: 4}
+	s, _ := NewSink(hs.URL, "")
+	log := &syncBuffer{}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runTerm(ctx, srv.Config, cfg, s, log) }()
+	waitFor(t, "term 1 writes", func() bool { _, _, p := sink.snapshot(); return p[1] >= 5 })
+	leases := kubernetes.NewForConfigOrDie(srv.Config).CoordinationV1().Leases("default")
+	if err := leases.Delete(context.Background(), leader.LeaseName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "term 2 writes", func() bool { _, _, p := sink.snapshot(); return p[2] >= 5 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l, err := leases.Get(context.Background(), leader.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Annotations[leader.TermAnnotation]; got != "2" || leader.PodOf(*l.Spec.HolderIdentity) != "a" {
+		t.Errorf("Lease term %q holder %q, want term 2 re-created by a", got, *l.Spec.HolderIdentity)
+	}
+	if _, fences, _ := sink.snapshot(); len(fences) != 2 || fences[0] != 1 || fences[1] != 2 {
+		t.Errorf("fences %v, want 1 then 2", fences)
+	}
+	kinds := map[string]int{}
+	for _, ev := range log.events(t) {
+		kinds[ev.Kind]++
+	}
+	if kinds[eventlog.KindBridgeDrained] != 1 || kinds[eventlog.KindAcquired] != 2 {
+		t.Errorf("want two terms in one process, term 1 drained: %v", kinds)
+	}
+}

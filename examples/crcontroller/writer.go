@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -74,7 +75,10 @@ func (w *FencedWriter) Start(ctx context.Context) error {
 	}})
 	w.Events.Emit(bridge.SpawnedEvent(b))
 	p := plan.Plan{Rows: w.Cfg.Rows, Generation: epoch, Identity: w.Events.Identity}
-	for seq := uint64(0); ctx.Err() == nil; seq++ {
+	// The live term is read only to stop: if the Lease was deleted and this
+	// process re-created it, it holds a new term, and this term's writes
+	// must end (the stamp stays the spawn-time epoch).
+	for seq := uint64(0); ctx.Err() == nil && w.Term() == epoch; seq++ {
 		it := p.Item(seq)
 		if b.Send(ctx, bridge.Envelope{Key: it.Key, Value: it.Value, IdempotencyKey: it.IdempotencyKey, Seq: it.Seq}) != nil {
 			break
@@ -86,11 +90,22 @@ func (w *FencedWriter) Start(ctx context.Context) error {
 	for _, e := range bridge.ExitEvents(b.Join(w.Cfg.DrainTimeout)) {
 		w.Events.Emit(e)
 	}
+	if now := w.Term(); ctx.Err() == nil && now != epoch {
+		// An error ends the manager; runTerm stands again and the next
+		// writer fences with the new term.
+		return fmt.Errorf("%w: term %d -> %d", errRetermed, epoch, now)
+	}
 	return nil
 }
 
+// errRetermed: the Lease was re-created under this leader with a new term.
+var errRetermed = errors.New("the Lease was re-created under this leader")
+
 func (w *FencedWriter) lost(epoch uint64) {
 	detail := "lease lost: stopping the producer, draining the bridge"
+	if now := w.Term(); now != epoch && now != 0 {
+		detail = fmt.Sprintf("Lease re-created under this leader with term %d: stopping the producer, draining the bridge", now)
+	}
 	if w.Root.Err() != nil {
 		detail = "shutdown: aborting the bridge"
 	}
