@@ -24,6 +24,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/leader"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // A user's controller under test (make conformance CONTROLLER=DIR): its
@@ -254,27 +255,12 @@ func (d *deployment) waitControllerActive(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		puts, stamped, status := 0, 0, map[int]int{}
-		for _, op := range w.Operations {
-			if op.Method != http.MethodPut {
-				continue
-			}
-			puts++
-			status[op.Status]++
-			if op.EpochError == "" && op.EpochHeader != "" {
-				stamped++
-			}
+		active, giveUp, why := writingActivity(holder, d.ns, w.Operations)
+		if giveUp != nil {
+			return false, driver.GiveUp(giveUp)
 		}
-		switch {
-		case len(w.Operations) == 0:
-			seen = fmt.Sprintf("%s holds Lease %s/%s, but the witness at %s received no request: the controller writes elsewhere or not at all (it must write to $%s)",
-				holder, d.ns, leader.LeaseName, WitnessURL, EnvSinkURL)
-			return false, nil
-		case stamped == 0 && puts >= minUnstampedWrites:
-			return false, driver.GiveUp(fmt.Errorf("the witness saw %d PUTs, 0 with a valid %s header (answers by status: %v): the controller does not stamp its writes with its term (docs/controller-contract.md, MUST 4)",
-				puts, contract.HeaderEpoch, status))
-		}
-		return true, nil
+		seen = why
+		return active, nil
 	})
 	if err != nil && seen != "" {
 		return fmt.Errorf("%w: %s", err, seen)
@@ -329,4 +315,35 @@ func (d *deployment) UnderTest(ctx context.Context) *history.UnderTest {
 	}
 	sort.Strings(u.Images)
 	return u
+}
+
+// writingActivity judges the witness's operations while the suite waits
+// for a controller to start: active once a PUT carries a valid epoch; a
+// controller whose first minUnstampedWrites PUTs carry none is given up
+// on with what was seen (giveUp); otherwise why says what is missing.
+func writingActivity(holder, ns string, ops []record.Operation) (active bool, giveUp error, why string) {
+	puts, stamped, status := 0, 0, map[int]int{}
+	for _, op := range ops {
+		if op.Method != http.MethodPut {
+			continue
+		}
+		puts++
+		status[op.Status]++
+		if op.EpochError == "" && op.EpochHeader != "" {
+			stamped++
+		}
+	}
+	switch {
+	case len(ops) == 0:
+		return false, nil, fmt.Sprintf("%s holds Lease %s/%s, but the witness at %s received no request: the controller writes elsewhere or not at all (it must write to $%s)",
+			holder, ns, leader.LeaseName, WitnessURL, EnvSinkURL)
+	case stamped == 0 && puts >= minUnstampedWrites:
+		return false, fmt.Errorf("the witness saw %d PUTs, 0 with a valid %s header (answers by status: %v): the controller does not stamp its writes with its term (docs/controller-contract.md, MUST 4)",
+			puts, contract.HeaderEpoch, status), ""
+	case stamped == 0:
+		// Too few to judge yet; a stamped write is what "active" means.
+		return false, nil, fmt.Sprintf("%s holds Lease %s/%s; the witness saw %d requests, %d PUTs, none with a valid %s header yet",
+			holder, ns, leader.LeaseName, len(ops), puts, contract.HeaderEpoch)
+	}
+	return true, nil, ""
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/fencecheck/fencecheck/leader"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 func timingArgs() []string {
@@ -110,3 +112,30 @@ func TestInjectEnvReplacesAndKeeps(t *testing.T) {
 }
 
 func envVar(n, v string) corev1.EnvVar { return corev1.EnvVar{Name: n, Value: v} }
+
+// The start-up judgement of a user's controller, from the witness alone.
+func TestWritingActivity(t *testing.T) {
+	put := func(epoch, epochErr string, status int) record.Operation {
+		return record.Operation{Method: http.MethodPut, EpochHeader: epoch, EpochError: epochErr, Status: status}
+	}
+	fence := record.Operation{Method: http.MethodPost, EpochHeader: "1", Status: 200}
+	unstamped := []record.Operation{put("", "missing", 400), put("", "missing", 400), put("", "missing", 400), put("", "missing", 400)}
+	cases := map[string]struct {
+		ops            []record.Operation
+		active, giveUp bool
+		why            string
+	}{
+		"nothing yet":           {nil, false, false, "received no request"},
+		"a fence, no write yet": {[]record.Operation{fence}, false, false, "0 PUTs, none with a valid"},
+		"a few unstamped PUTs":  {unstamped, false, false, "4 PUTs, none with a valid"},
+		"five unstamped PUTs":   {append(unstamped, put("", "missing", 400)), false, true, ""},
+		"a stamped PUT":         {append([]record.Operation{fence}, put("1", "", 200)), true, false, ""},
+		"stamped after some":    {append(unstamped, put("1", "", 200), put("", "missing", 400)), true, false, ""},
+	}
+	for name, c := range cases {
+		active, giveUp, why := writingActivity("p_1", "ns", c.ops)
+		if active != c.active || (giveUp != nil) != c.giveUp || !strings.Contains(why, c.why) {
+			t.Errorf("%s: active %v giveUp %v why %q; want %v %v %q", name, active, giveUp, why, c.active, c.giveUp, c.why)
+		}
+	}
+}
