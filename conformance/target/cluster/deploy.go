@@ -226,10 +226,34 @@ func (d *deployment) podProblems(deployment string) string {
 			out = append(out, fmt.Sprintf("%s: %s", p.Name, p.Status.Phase))
 		}
 	}
+	// Pods that were never created (Pod Security, quota, a missing service
+	// account) show only on the ReplicaSet.
+	if rss, err := d.t.opt.Kube.AppsV1().ReplicaSets(d.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range rss.Items {
+			if !isOwnedBy(rs.OwnerReferences, deployment) {
+				continue
+			}
+			for _, c := range rs.Status.Conditions {
+				if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+					out = append(out, fmt.Sprintf("replicaset %s: %s: %s", rs.Name, c.Reason, c.Message))
+				}
+			}
+		}
+	}
 	if len(out) == 0 {
 		return "no pod problems seen for " + deployment
 	}
 	return strings.Join(out, "; ")
+}
+
+// isOwnedBy: refs name the Deployment deployment.
+func isOwnedBy(refs []metav1.OwnerReference, deployment string) bool {
+	for _, r := range refs {
+		if r.Kind == "Deployment" && r.Name == deployment {
+			return true
+		}
+	}
+	return false
 }
 
 // Pods are the running reconciler pods that are not being deleted.
