@@ -117,6 +117,7 @@ func runTerm(ctx context.Context, rc *rest.Config, cfg Config, sink *Sink, stdou
 	// One lock for the process: it keeps the highest term it has seen
 	// across managers (a re-created Lease goes above it).
 	lock := &termlock.Lock{Client: kube.CoordinationV1(), Namespace: cfg.Namespace, Name: cfg.LeaseName, ID: id}
+	go lock.Follow(ctx) // every term of every incarnation counts (termlock.Follow)
 	for ctx.Err() == nil {
 		opt := options(cfg)
 		opt.LeaderElectionResourceLockInterface = lock
