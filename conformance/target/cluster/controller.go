@@ -257,6 +257,10 @@ func (d *deployment) waitControllerActive(ctx context.Context) error {
 		}
 		active, giveUp, why := writingActivity(holder, d.ns, w.Operations)
 		if giveUp != nil {
+			if _, ok := l.Annotations[leader.TermAnnotation]; !ok {
+				giveUp = fmt.Errorf("%w; and Lease %s/%s (holder %s) carries no %s annotation: it keeps no term (docs/controller-contract.md, MUST 2)",
+					giveUp, d.ns, leader.LeaseName, holder, leader.TermAnnotation)
+			}
 			return false, driver.GiveUp(giveUp)
 		}
 		seen = why
