@@ -266,6 +266,12 @@ func Timeline(s *history.Scenario) string {
 			continue
 		}
 		y := top + float64(i)*laneH
+		if st.band {
+			g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="6" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
+				x0, y+1, max(x1-x0, 3), st.fill, st.opacity, html.EscapeString(title))
+			g.text(x0+4, y+16, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+			continue
+		}
 		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
 			x0, y+1, max(x1-x0, 3), laneH-2, st.fill, st.opacity, html.EscapeString(title))
 		g.text(x0+4, y+laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
@@ -547,6 +553,7 @@ type chaosStyle struct {
 	fill, opacity, color string // lane shading, label colour
 	label, legend        string
 	allLanes             bool // not one pod's: a line across every lane
+	band                 bool // the witness's fault on the pod's traffic: a band at the lane's top, so a cut under it shows
 }
 
 var chaosStyles = map[string]chaosStyle{
@@ -554,6 +561,10 @@ var chaosStyles = map[string]chaosStyle{
 	history.ChaosPodDelete:      {fill: "#8d6e63", opacity: "0.35", color: "#4e342e", label: "pod deleted", legend: "pod deleted (SIGTERM)"},
 	history.ChaosRollingRestart: {fill: "#4dd0e1", opacity: "0.35", color: "#006064", label: "rolling restart", legend: "rolling restart (every replica replaced)"},
 	history.ChaosLeaseDelete:    {color: "#ef6c00", label: "Lease deleted", legend: "Lease deleted", allLanes: true},
+	history.ChaosPause:          {fill: "#7e57c2", opacity: "0.3", color: "#4527a0", label: "pause", legend: "pause (frozen)"},
+	history.ChaosSinkCrash:      {fill: "#424242", opacity: "0.35", color: "#000000", label: "sink crash", legend: "sink crash (SIGKILL)"},
+	history.ChaosHeldWrites:     {fill: "#f9a825", opacity: "0.85", color: "#e65100", label: "writes held", legend: "held writes (witness)", band: true},
+	history.ChaosLostAnswers:    {fill: "#26a69a", opacity: "0.85", color: "#004d40", label: "answers lost", legend: "lost answers (witness)", band: true},
 }
 
 // styleOf is a kind's style; a kind without one is still shaded and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 )
 
@@ -18,10 +19,15 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 		history.ChaosWindow{Kind: history.ChaosLeaseDelete, Pod: "pod-c", Injected: at, Recovered: at},
 		history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: "pod-c", Injected: at.Add(time.Second), Recovered: at.Add(2 * time.Second)},
 		history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: "pod-b", Injected: at.Add(2 * time.Second), Recovered: at.Add(4 * time.Second)},
-		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)})
+		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosHeldWrites, Pod: "pod-b", Injected: at.Add(5 * time.Second), Recovered: at.Add(7 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosLostAnswers, Pod: "pod-c", Injected: at.Add(7 * time.Second), Recovered: at.Add(8 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosSinkCrash, Pod: "sink-0", Injected: at.Add(8 * time.Second), Recovered: at.Add(9 * time.Second)},
+		history.ChaosWindow{Kind: "a-kind-of-tomorrow", Pod: "pod-c", Injected: at.Add(9 * time.Second), Recovered: at.Add(10 * time.Second)})
 	svg := Timeline(s)
 	for _, want := range []string{">partition<", ">partition: cut off from the apiserver<", ">Lease deleted<", ">pod deleted<", ">pod deleted (SIGTERM)<",
-		">rolling restart<", ">pause<", "stroke-dasharray"} {
+		">rolling restart<", ">pause<", ">pause (frozen)<", ">writes held<", ">held writes (witness)<", ">answers lost<", ">lost answers (witness)<",
+		">sink crash<", ">sink crash (SIGKILL)<", ">sink-0<", ">a-kind-of-tomorrow<", "stroke-dasharray"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("timeline lacks %q", want)
 		}
@@ -29,5 +35,15 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 	s.Schedule = []byte(`{"config":{"seed":7}}`)
 	if page := string(HTML(synth.Run("r", s), nil)); !strings.Contains(page, "fault schedule") || !strings.Contains(page, "&#34;seed&#34;:7") {
 		t.Error("the page does not show the schedule to replay")
+	}
+}
+
+// Every kind a mixed schedule draws has a style of its own on the
+// timeline (the driver records each as the chaos window kind of its name).
+func TestEveryMixedKindHasAStyle(t *testing.T) {
+	for _, w := range scenario.MixedKinds {
+		if _, ok := chaosStyles[string(w.Kind)]; !ok {
+			t.Errorf("kind %q has no timeline style", w.Kind)
+		}
 	}
 }
