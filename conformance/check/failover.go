@@ -209,6 +209,8 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 	for j, w := range windows {
 		h, ok := holderAtTime(s, w.Injected)
 		switch {
+		case w.Kind == history.ChaosSinkCrash:
+			notes = append(notes, fmt.Sprintf("%s of %s at %s: a fault of the sink, not of a leader: not a failover", w.Kind, w.Pod, ts(w.Injected)))
 		case !ok || h.Holder == "":
 			notes = append(notes, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
 		case leader.PodOf(h.Holder) != w.Pod:
