@@ -33,8 +33,11 @@ var KindChecks = map[schedule.Kind][]string{
 }
 
 // mixedExpect is a mixed scenario's expectations before its schedule is
-// drawn: every kind's checks informative (MixedExpect decides at run time).
-func mixedExpect(m map[string]history.Expectation) map[string]history.Expectation {
+// drawn: the safety set and the takeover checks must pass, every kind's
+// checks are informative (MixedExpect decides at run time).
+func mixedExpect() map[string]history.Expectation {
+	m := expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeJoin: history.MustPass,
+		check.FailoverLiveness: history.MustPass})
 	for _, checks := range KindChecks {
 		for _, c := range checks {
 			if m[c] != history.MustFail {
@@ -81,8 +84,6 @@ func init() { register(mixed) }
 
 // mixed are the schedules that show every kind in one run, and their control.
 func mixed() []Def {
-	takeover := map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeJoin: history.MustPass,
-		check.FailoverLiveness: history.MustPass}
 	return []Def{
 		{
 			Name: "mixed-faults-all",
@@ -90,7 +91,7 @@ func mixed() []Def {
 				"held writes, lost answers and a sink crash; each kind's checks must pass (replay: the run's seed and the schedule in the report)",
 			Chaos:   MixedEveryKind,
 			Nemesis: WitnessNemesis{Runtime: true},
-			Expect:  mixedExpect(expect(safety, takeover)),
+			Expect:  mixedExpect(),
 		},
 		{
 			Name:        "neg-mixed-forget-floor-sink",

@@ -95,7 +95,7 @@ func stale() []Def {
 			Description: "a seeded schedule mixing partitions of the leader or a follower, leader pod deletions, Lease deletions, rolling restarts, pauses, held writes, lost answers and sink crashes (replay: the run's seed and the schedule in the report)",
 			Chaos:       MixedFaults,
 			Nemesis:     WitnessNemesis{Runtime: true},
-			Expect:      mixedExpect(expect(safety, takeover)),
+			Expect:      mixedExpect(),
 		},
 	}
 }
