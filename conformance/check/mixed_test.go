@@ -1,12 +1,15 @@
 package check
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/leader"
 )
 
@@ -38,5 +41,24 @@ func TestMixedWindowsNeedNoTakeover(t *testing.T) {
 	p.Chaos = append(p.Chaos, history.ChaosWindow{Kind: history.ChaosPause, Pod: leader.PodOf(held.Holder), Injected: held.Observed, Recovered: held.Observed.Add(time.Second)})
 	if _, problems, _ := TakeoverTimes(p); len(problems) == 0 {
 		t.Fatalf("a pause of the leader with no takeover after it passed")
+	}
+}
+
+// After a sink restart the final state holds rows the surviving history
+// never wrote: the evidence names them in key order, the same on every
+// re-check (fencecheck check compares it with the run's).
+func TestRejectedNotInStateEvidenceIsStable(t *testing.T) {
+	s := synth.Scenario("restarted", synth.Defect{})
+	for i := range 30 {
+		s.FinalRecords = append(s.FinalRecords, contract.Record{Key: fmt.Sprintf("lost-%02d", i), Value: "v", Epoch: 2})
+	}
+	first := judge(t, RejectedNotInState, s)
+	for range 20 {
+		if again := judge(t, RejectedNotInState, s); !slices.Equal(again.Evidence, first.Evidence) {
+			t.Fatalf("evidence differs between two judgements:\n%v\n%v", first.Evidence, again.Evidence)
+		}
+	}
+	if !strings.Contains(strings.Join(first.Evidence, "\n"), "row lost-00=") {
+		t.Fatalf("evidence %v", first.Evidence)
 	}
 }
