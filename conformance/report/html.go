@@ -209,15 +209,15 @@ func Timeline(s *history.Scenario) string {
 	for i, p := range pods {
 		laneOf[p] = i
 	}
-	top := legendH + axisH
+	terms, kinds := termsUsed(s), kindsUsed(s)
+	top := legendH + legendWraps(terms, kinds)*legendRowH + axisH
 	height := top + float64(len(pods))*laneH + sinkLaneH + 20
 	width := svgLeft + svgPlot + svgRight
 	g.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="system-ui,sans-serif" font-size="12">`+"\n", width, height, width, height)
 	g.f(`<defs><pattern id="cut" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="#fdecea"/><line x1="0" y1="0" x2="0" y2="8" stroke="#e57373" stroke-width="3"/></pattern></defs>` + "\n")
 	g.f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 
-	terms := termsUsed(s)
-	g.legend(terms, kindsUsed(s))
+	g.legend(terms, kinds)
 
 	// Axis with ticks every "nice" step.
 	step := niceStep(hi.Sub(lo))
@@ -440,12 +440,40 @@ func (g *svg) mark(a contract.Attempt, x, y float64, stale bool) {
 	}
 }
 
+// legendRowH is the height of one row of the legend.
+const legendRowH = 22.0
+
+// legendItemW is the width a legend item takes: its swatch and its label.
+func legendItemW(w float64, label string) float64 { return w + 10 + float64(len(label))*6.6 }
+
+// legendWraps is how many rows the terms and chaos kinds need beyond the
+// first (a mixed schedule has many of both).
+func legendWraps(terms []uint64, kinds []string) float64 {
+	x, rows := 10.0, 0.0
+	add := func(w float64) {
+		if x > 10 && x+w > svgLeft+svgPlot+svgRight-10 {
+			x, rows = 10, rows+1
+		}
+		x += w
+	}
+	for _, t := range terms {
+		add(legendItemW(24, fmt.Sprintf("term %d", t)))
+	}
+	for _, k := range kinds {
+		add(legendItemW(24, styleOf(k).legend))
+	}
+	return rows
+}
+
 func (g *svg) legend(terms []uint64, kinds []string) {
 	x, y := 10.0, 18.0
 	item := func(w float64, draw func(x, y float64), label string) {
+		if x > 10 && x+legendItemW(w, label) > svgLeft+svgPlot+svgRight-10 { // wrap (legendWraps counts these rows)
+			x, y = 10, y+legendRowH
+		}
 		draw(x, y)
 		g.text(x+w+4, y+4, "start", `fill="#333"`, label)
-		x += w + 10 + float64(len(label))*6.6
+		x += legendItemW(w, label)
 	}
 	for _, t := range terms {
 		t := t
@@ -463,7 +491,7 @@ func (g *svg) legend(terms []uint64, kinds []string) {
 			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="%s" opacity="%s"/>`, x, y-6, st.fill, st.opacity)
 		}, st.legend)
 	}
-	x, y = 10, 40
+	x, y = 10, y+legendRowH
 	item(10, func(x, y float64) {
 		g.f(`<rect x="%.1f" y="%.1f" width="10" height="10" rx="2" fill="#1f77b4"/>`, x, y-5)
 	}, "holds the Lease (watch)")
@@ -478,7 +506,7 @@ func (g *svg) legend(terms []uint64, kinds []string) {
 	item(10, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#1f77b4" stroke-width="1.5"/>`, x+5, y)
 	}, "duplicate (OK_DUP)")
-	x, y = 10, 62
+	x, y = 10, y+legendRowH
 	item(16, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d50000" stroke-width="2"/><circle cx="%.1f" cy="%.1f" r="4" fill="#1f77b4"/>`, x+8, y, x+8, y)
 	}, "STALE commit (below the sink's epoch)")

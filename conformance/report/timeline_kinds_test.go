@@ -1,6 +1,8 @@
 package report
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +47,37 @@ func TestEveryMixedKindHasAStyle(t *testing.T) {
 		if _, ok := chaosStyles[string(w.Kind)]; !ok {
 			t.Errorf("kind %q has no timeline style", w.Kind)
 		}
+	}
+}
+
+// A mixed run's many terms and kinds wrap onto more legend rows instead
+// of running off the picture's right edge.
+func TestLegendWraps(t *testing.T) {
+	s := synth.Scenario("many", synth.Defect{})
+	at := s.Chaos[0].Recovered
+	for i, k := range []string{history.ChaosPodDelete, history.ChaosRollingRestart, history.ChaosLeaseDelete, history.ChaosPause,
+		history.ChaosHeldWrites, history.ChaosLostAnswers, history.ChaosSinkCrash} {
+		s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: k, Pod: "pod-a", Injected: at.Add(time.Duration(i) * time.Second), Recovered: at.Add(time.Duration(i+1) * time.Second)})
+	}
+	for term := uint64(3); term <= 12; term++ {
+		r := s.Lease.Records[len(s.Lease.Records)-1]
+		r.Term, r.TermRaw, r.Holder = term, strconv.FormatUint(term, 10), "pod-b_0"
+		s.Lease.Records = append(s.Lease.Records, r)
+	}
+	svg := Timeline(s)
+	width := svgLeft + svgPlot + svgRight
+	for _, m := range regexp.MustCompile(`<text x="([0-9.]+)" y="([0-9.]+)" text-anchor="start" fill="#333">([^<]*)<`).FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		if x+float64(len(m[3]))*6.6 > width {
+			t.Errorf("legend item %q at x=%s runs off the %v px picture", m[3], m[1], width)
+		}
+	}
+	for _, want := range []string{">term 12<", ">sink crash (SIGKILL)<", ">lost answers (witness)<", ">commit with a term its writer never held<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("legend lacks %q", want)
+		}
+	}
+	if legendWraps(termsUsed(s), kindsUsed(s)) < 1 {
+		t.Error("12 terms and 8 kinds fit one legend row?")
 	}
 }
