@@ -28,6 +28,7 @@ func (wt *Witness) Admin() http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(wt.met.reg, promhttp.HandlerOpts{}))
 	wt.crashAdmin(mux)
+	wt.nemesisAdmin(mux)
 	return mux
 }
 

@@ -39,6 +39,10 @@ type NemesisConfig struct {
 	// LoseEvery > 0: of the PUTs answered with a fresh OK, lose the answer
 	// of every LoseEvery-th: read it, then close the client's connection.
 	LoseEvery int
+	// Runtime: the harness may arm a hold and set LoseEvery while the
+	// witness runs (POST record.PathNemesis), so one run can mix these
+	// faults with others at the moments its schedule chooses.
+	Runtime bool
 }
 
 // DefaultMaxHold bounds a hold that no fence releases.
@@ -48,7 +52,7 @@ const DefaultMaxHold = 60 * time.Second
 const maxHeldBody = 1 << 20
 
 // On reports whether any fault is switched on.
-func (c NemesisConfig) On() bool { return c.HoldAfter > 0 || c.LoseEvery > 0 }
+func (c NemesisConfig) On() bool { return c.HoldAfter > 0 || c.LoseEvery > 0 || c.Runtime }
 
 // Validate rejects settings that cannot mean anything.
 func (c NemesisConfig) Validate() error {
@@ -126,6 +130,42 @@ func (n *nemesis) answered(status int, result string, epoch uint64) (lose bool) 
 	return n.cfg.LoseEvery > 0 && n.okPuts%n.cfg.LoseEvery == 0
 }
 
+// losing reports whether answers are being lost (LoseEvery > 0).
+func (n *nemesis) losing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cfg.LoseEvery > 0
+}
+
+// set applies a run-time request: arm a hold at the highest epoch
+// committed so far (refused while one is armed, or before any commit),
+// and set how often answers are lost.
+func (n *nemesis) set(req record.NemesisRequest) (record.NemesisState, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if req.LoseEvery != nil && *req.LoseEvery < 0 {
+		return n.state(), fmt.Errorf("lose_every %d must not be negative", *req.LoseEvery)
+	}
+	if req.Hold {
+		switch {
+		case n.armed && !n.released:
+			return n.state(), fmt.Errorf("a hold of epochs <= %d is armed already", n.epoch)
+		case n.highOK == 0:
+			return n.state(), errors.New("no fresh commit yet: no epoch to hold")
+		}
+		n.armed, n.released, n.epoch, n.held = true, false, n.highOK, nil
+	}
+	if req.LoseEvery != nil {
+		n.cfg.LoseEvery = *req.LoseEvery
+	}
+	return n.state(), nil
+}
+
+// state is the nemesis as the harness sees it (under n.mu).
+func (n *nemesis) state() record.NemesisState {
+	return record.NemesisState{Holding: n.armed && !n.released, HoldEpoch: n.epoch, LoseEvery: n.cfg.LoseEvery, FreshOK: n.okPuts}
+}
+
 // holding reports whether a hold is armed and not yet released.
 func (n *nemesis) holding() bool {
 	n.mu.Lock()
@@ -175,7 +215,7 @@ func (n *nemesis) serve(wt *Witness, w http.ResponseWriter, r *http.Request, tap
 		if h, e := n.hold(*op); h != nil {
 			return n.serveHeld(wt, w, r, tap, op, h, e)
 		}
-		if n.cfg.LoseEvery > 0 {
+		if n.losing() {
 			return n.serveLosable(wt, w, r, tap, op)
 		}
 		a := wt.forward(w, r, tap)
@@ -335,4 +375,25 @@ func (wt *Witness) sendBuffered(ctx context.Context, w http.ResponseWriter, r *h
 		a.err = "client went away while the answer was passed back: " + ferr.Error()
 	}
 	return a
+}
+
+// nemesisAdmin adds POST record.PathNemesis to the admin mux: 409 unless
+// the witness was started with the run-time nemesis (NemesisConfig.Runtime).
+func (wt *Witness) nemesisAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+record.PathNemesis, func(w http.ResponseWriter, r *http.Request) {
+		var req record.NemesisRequest
+		if !decodeAdmin(w, r, &req) {
+			return
+		}
+		if wt.nem == nil || !wt.nem.cfg.Runtime {
+			http.Error(w, "the run-time nemesis is off (start the witness with --nemesis-runtime)", http.StatusConflict)
+			return
+		}
+		st, err := wt.nem.set(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		writeAdmin(w, st)
+	})
 }

@@ -24,7 +24,8 @@ const (
 // Kind is what a step does. A schedule without kinds (Config.Kinds empty)
 // is partitions only, exactly as before kinds existed; one with kinds draws
 // each step's kind by weight. A new kind is one Weight in a config and one
-// runner in the driver: the generator treats every kind but Partition alike.
+// runner in the driver: the generator draws a Length for the kinds that
+// last (Lasts), a Role for a partition only, and nothing for the others.
 type Kind string
 
 const (
@@ -32,7 +33,21 @@ const (
 	PodDelete      Kind = "pod-delete"      // the leader pod deleted
 	LeaseDelete    Kind = "lease-delete"    // the Lease deleted
 	RollingRestart Kind = "rolling-restart" // every replica replaced, one at a time
+	Pause          Kind = "pause"           // the leader frozen for Length (cgroup freezer; SIGSTOP locally)
+	HeldWrites     Kind = "held-writes"     // the leader's writes held by the witness, and the leader cut off for Length
+	LostAnswers    Kind = "lost-answers"    // the witness loses some answers of committed writes for a while
+	SinkCrash      Kind = "sink-crash"      // the leader cut off for Length, the sink SIGKILLed after its successor's fence
 )
+
+// Lasts reports whether a step of kind k has a Length (a multiple of the
+// TTL, so the leader surely goes stale): a cut or a pause.
+func (k Kind) Lasts() bool {
+	switch k {
+	case Partition, Pause, HeldWrites, SinkCrash:
+		return true
+	}
+	return false
+}
 
 // Weight is a kind's relative chance in a mixed schedule.
 type Weight struct {
@@ -54,6 +69,10 @@ type Config struct {
 	Followers   int           `json:"followers"`    // how many followers there are (replicas-1)
 	// Kinds, when set, mixes fault kinds by weight (see Kind).
 	Kinds []Weight `json:"kinds,omitempty"`
+	// EveryKind: the first len(Kinds) steps are every kind once, in a
+	// seeded order; the rest are drawn by weight. Every seed then shows
+	// every kind in one run.
+	EveryKind bool `json:"every_kind,omitempty"`
 }
 
 // Step is one partition. Gap is waited before it starts (zero inside a burst).
@@ -113,6 +132,9 @@ func (c Config) Validate() error {
 		}
 		seen[w.Kind] = true
 	}
+	if c.EveryKind && (len(c.Kinds) == 0 || c.Steps < len(c.Kinds)) {
+		return fmt.Errorf("schedule: every_kind needs kinds and at least one step per kind (%d steps, %d kinds)", c.Steps, len(c.Kinds))
+	}
 	return nil
 }
 
@@ -157,6 +179,13 @@ func Generate(c Config) (Schedule, error) {
 	}
 	r := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
 	s := Schedule{Config: c}
+	var first []Kind // every kind once, in a seeded order (EveryKind)
+	if c.EveryKind {
+		for _, w := range c.Kinds {
+			first = append(first, w.Kind)
+		}
+		r.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	}
 	burst, left := 0, 0
 	for i := 0; i < c.Steps; i++ {
 		st := Step{Index: i, Role: Leader}
@@ -169,13 +198,17 @@ func Generate(c Config) (Schedule, error) {
 		left--
 		st.Burst = burst
 		if len(c.Kinds) > 0 {
-			st.Kind = c.draw(r)
-			if st.Kind != Partition {
+			if i < len(first) {
+				st.Kind = first[i]
+			} else {
+				st.Kind = c.draw(r)
+			}
+			if !st.Kind.Lasts() {
 				s.Steps = append(s.Steps, st) // acts on the leader at once: no role, no length
 				continue
 			}
 		}
-		if c.FollowerPct > 0 && r.IntN(100) < c.FollowerPct {
+		if st.KindOf() == Partition && c.FollowerPct > 0 && r.IntN(100) < c.FollowerPct {
 			st.Role = Follower
 			st.FollowerIndex = r.IntN(c.Followers)
 		}
@@ -202,7 +235,7 @@ func Check(s Schedule) error {
 		return fmt.Errorf("schedule: %d steps, seed %d gives %d", len(s.Steps), s.Config.Seed, len(want.Steps))
 	}
 	for i, st := range s.Steps {
-		if st.KindOf() == Partition && st.Length <= s.Config.TTL {
+		if st.KindOf().Lasts() && st.Length <= s.Config.TTL {
 			return fmt.Errorf("schedule: step %d length %s does not outlast ttl %s", i, st.Length, s.Config.TTL)
 		}
 		if st != want.Steps[i] {

@@ -205,3 +205,98 @@ func TestKindsValidated(t *testing.T) {
 		}
 	}
 }
+
+// allKinds is every kind the mixed scenarios draw (conformance/scenario's
+// MixedKinds has the same set).
+var allKinds = []Weight{{Partition, 3}, {PodDelete, 1}, {LeaseDelete, 1}, {RollingRestart, 1},
+	{Pause, 1}, {HeldWrites, 1}, {LostAnswers, 1}, {SinkCrash, 1}}
+
+// With EveryKind, every seed's schedule has every kind (the new ones
+// included) in its first len(Kinds) steps, and replays from its JSON: the
+// same seed gives the same schedule, an edited kind or length is caught.
+func TestEveryKindReplays(t *testing.T) {
+	orders := map[string]bool{}
+	for seed := uint64(0); seed < 100; seed++ {
+		c := DefaultConfig(seed, 4*time.Second)
+		c.Kinds, c.EveryKind, c.Steps = allKinds, true, len(allKinds)+2
+		s, err := Generate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := Generate(c)
+		if !reflect.DeepEqual(s, again) {
+			t.Fatalf("seed %d gave two schedules", seed)
+		}
+		got := map[Kind]int{}
+		order := ""
+		for i, st := range s.Steps {
+			if i < len(allKinds) {
+				got[st.KindOf()]++
+				order += string(st.KindOf()) + ","
+			}
+			switch {
+			case st.KindOf().Lasts() && (st.Length <= c.TTL || st.Multiple < c.MinMultiple-0.02 || st.Multiple > c.MaxMultiple+0.02):
+				t.Fatalf("seed %d step %d: %s of %v (x%.2f) outside [%.2f, %.2f] TTLs", seed, i, st.Kind, st.Length, st.Multiple, c.MinMultiple, c.MaxMultiple)
+			case !st.KindOf().Lasts() && st.Length != 0:
+				t.Fatalf("seed %d step %d: %s acts at once, got length %v", seed, i, st.Kind, st.Length)
+			case st.KindOf() != Partition && st.Role != Leader:
+				t.Fatalf("seed %d step %d: %s targets the leader, got %s", seed, i, st.Kind, st.Role)
+			}
+		}
+		for _, w := range allKinds {
+			if got[w.Kind] != 1 {
+				t.Fatalf("seed %d: %s %d times in the first %d steps: %v", seed, w.Kind, got[w.Kind], len(allKinds), got)
+			}
+		}
+		orders[order] = true
+		b, _ := s.Marshal()
+		back, err := Unmarshal(b)
+		if err != nil || !reflect.DeepEqual(back, s) {
+			t.Fatalf("seed %d: the recorded schedule does not replay: %v\n%s", seed, err, b)
+		}
+		if !strings.Contains(string(b), `"every_kind": true`) {
+			t.Fatalf("seed %d: every_kind not recorded:\n%s", seed, b)
+		}
+		for i, st := range s.Steps {
+			if st.KindOf() == SinkCrash {
+				edited := s
+				edited.Steps = append([]Step(nil), s.Steps...)
+				edited.Steps[i].Kind = Pause // same shape (a length), another kind
+				if err := Check(edited); err == nil {
+					t.Fatalf("seed %d: a sink crash edited into a pause passed the replay check", seed)
+				}
+			}
+		}
+	}
+	if len(orders) < 50 {
+		t.Errorf("100 seeds gave only %d orders of the kinds", len(orders))
+	}
+	c := DefaultConfig(1, time.Second)
+	c.Kinds, c.EveryKind, c.Steps = allKinds, true, len(allKinds)-1
+	if _, err := Generate(c); err == nil || !strings.Contains(err.Error(), "every_kind") {
+		t.Fatalf("every_kind with fewer steps than kinds: %v", err)
+	}
+	c.Kinds = nil
+	if _, err := Generate(c); err == nil {
+		t.Fatal("every_kind without kinds accepted")
+	}
+}
+
+// Weighted draws reach the new kinds too, each shaped as its kind says.
+func TestMixedDrawsNewKinds(t *testing.T) {
+	c := DefaultConfig(3, 4*time.Second)
+	c.Kinds, c.Steps = allKinds, 200
+	s, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[Kind]int{}
+	for _, st := range s.Steps {
+		got[st.KindOf()]++
+	}
+	for _, w := range allKinds {
+		if got[w.Kind] == 0 {
+			t.Errorf("200 steps and no %s: %v", w.Kind, got)
+		}
+	}
+}

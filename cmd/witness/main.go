@@ -24,6 +24,9 @@
 //	--max-hold D                 a hold no fence ends is sent anyway after D (default 60s)
 //	--lose-answers-every N       lose the answer of every N-th PUT answered with a fresh OK
 //	                             (read it, then close the client's connection)
+//	--nemesis-runtime            the harness may arm a hold (of the epochs committed so far)
+//	                             and set the lost-answer rate while the witness runs:
+//	                             POST /v1/witness/nemesis on the admin port (mixed schedules)
 //
 // --help prints this; an unknown flag or a bad value is an error (exit 2).
 // SIGTERM or SIGINT: stop accepting, finish in-flight requests (up to
@@ -46,6 +49,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/witness"
+	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 func main() {
@@ -87,6 +91,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.DurationVar(&o.nemesis.RaceLag, "race-lag", 0, "nemesis: release held writes before the fence and forward the fence this much later (0: after its answer)")
 	fs.DurationVar(&o.nemesis.MaxHold, "max-hold", witness.DefaultMaxHold, "nemesis: a hold no fence ends is sent anyway after this")
 	fs.IntVar(&o.nemesis.LoseEvery, "lose-answers-every", 0, "nemesis: lose the answer of every N-th PUT answered with a fresh OK (0: off)")
+	fs.BoolVar(&o.nemesis.Runtime, "nemesis-runtime", false, "nemesis: the harness may arm a hold and set the lost-answer rate at run time (POST "+record.PathNemesis+" on the admin port)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: witness [flags]\n\nThe harness's recording proxy in front of the sink (see docs/architecture.md).\n\nflags:\n")
 		fs.PrintDefaults()
@@ -138,7 +143,7 @@ func serve(ctx context.Context, o options, log *slog.Logger, ready func(proxy, a
 	go func() { errc <- admin.Serve(aln) }()
 	log.Info("witness listening", "proxy", pln.Addr().String(), "admin", aln.Addr().String(),
 		"upstream", o.upstream, "max_ops", o.maxOps, "timeout", o.timeout.String(), "instance", wt.History().Instance,
-		"hold_writes_after", o.nemesis.HoldAfter, "race_lag", o.nemesis.RaceLag.String(), "lose_answers_every", o.nemesis.LoseEvery)
+		"hold_writes_after", o.nemesis.HoldAfter, "race_lag", o.nemesis.RaceLag.String(), "lose_answers_every", o.nemesis.LoseEvery, "nemesis_runtime", o.nemesis.Runtime)
 	if ready != nil {
 		ready(pln.Addr().String(), aln.Addr().String())
 	}

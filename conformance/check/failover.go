@@ -82,8 +82,16 @@ func (t TakeoverTime) StartedBy() string {
 }
 
 // takeoverCausing is every chaos kind that must end in a takeover when it
-// hits the leader (a Lease deletion may be re-created by its holder).
-func takeoverCausing(kind string) bool { return kind != history.ChaosLeaseDelete }
+// hits the leader (a Lease deletion may be re-created by its holder; the
+// witness's held writes and lost answers are faults of the sink's path:
+// a held-writes step's takeover is its partition's).
+func takeoverCausing(kind string) bool {
+	switch kind {
+	case history.ChaosLeaseDelete, history.ChaosHeldWrites, history.ChaosLostAnswers:
+		return false
+	}
+	return true
+}
 
 // collectPhase is the driver's last phase (scenario.PhaseCollect; the
 // scenario package imports this one): it stops every reconciler, and a
@@ -201,6 +209,8 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 	for j, w := range windows {
 		h, ok := holderAtTime(s, w.Injected)
 		switch {
+		case w.Kind == history.ChaosSinkCrash:
+			notes = append(notes, fmt.Sprintf("%s of %s at %s: a fault of the sink, not of a leader: not a failover", w.Kind, w.Pod, ts(w.Injected)))
 		case !ok || h.Holder == "":
 			notes = append(notes, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
 		case leader.PodOf(h.Holder) != w.Pod:

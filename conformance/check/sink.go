@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,14 +228,17 @@ func checkRejectedNotInState(s *history.Scenario) Verdict {
 		for _, r := range s.FinalRecords {
 			final[r.Key] = r
 		}
-		for k, r := range state {
+		// In key order: the evidence is the same on every re-check.
+		for _, k := range slices.Sorted(maps.Keys(state)) {
+			r := state[k]
 			if f, ok := final[k]; !ok {
 				e.failf("row %s: history says %q@%d, the sink's final state has no such row", k, r.Value, r.Epoch)
 			} else if f.Epoch != r.Epoch || valueHash(f.Value) != hashes[k] {
 				e.failf("row %s: history says %q@%d, the sink's final state says %q@%d", k, r.Value, r.Epoch, f.Value, f.Epoch)
 			}
 		}
-		for k, f := range final {
+		for _, k := range slices.Sorted(maps.Keys(final)) {
+			f := final[k]
 			if _, ok := state[k]; !ok {
 				e.failf("row %s=%q@%d is in the sink's final state but no commit in its history wrote it", k, f.Value, f.Epoch)
 			}

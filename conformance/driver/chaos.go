@@ -24,13 +24,15 @@ func (s *Session) Chaos(ctx context.Context) error {
 	case scenario.Repeated:
 		return s.repeated(ctx)
 	case scenario.SinkCrash:
-		return s.phase("partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx) })
+		return s.phase("partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx, s.dr.Timing.Partition) })
 	case scenario.LeaseDeleted:
 		return s.phase("delete-lease", func() error { return s.deleteLease(ctx) })
 	case scenario.PlannedHandover:
 		return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
 	case scenario.MixedFaults:
-		return s.mixed(ctx)
+		return s.mixed(ctx, false)
+	case scenario.MixedEveryKind:
+		return s.mixed(ctx, true)
 	case scenario.PauseLeader:
 		return s.phase("pause", func() error { return s.pauseLeader(ctx, s.dr.Timing.Partition) })
 	}

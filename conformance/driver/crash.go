@@ -13,11 +13,11 @@ import (
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
-// sinkCrashMidTakeover partitions the leader and, once the successor's
-// fence is acknowledged (the witness saw it) while it writes, crashes the
-// sink and probes it; then waits for the takeover to settle as a
-// partition's does.
-func (s *Session) sinkCrashMidTakeover(ctx context.Context) error {
+// sinkCrashMidTakeover partitions the leader for length and, once the
+// successor's fence is acknowledged (the witness saw it) while it writes,
+// crashes the sink and probes it; then waits for the takeover to settle as
+// a partition's does.
+func (s *Session) sinkCrashMidTakeover(ctx context.Context, length time.Duration) error {
 	h, ok := s.holder()
 	if !ok || h.Holder == "" {
 		return errors.New("no leader to partition")
@@ -28,9 +28,9 @@ func (s *Session) sinkCrashMidTakeover(ctx context.Context) error {
 		err error
 	}
 	healed := make(chan cut, 1)
-	s.dr.log("%s: partitioning %s (leader) for %v", s.def.Name, oldPod, s.dr.Timing.Partition)
+	s.dr.log("%s: partitioning %s (leader) for %v", s.def.Name, oldPod, length)
 	go func() {
-		w, err := s.dep.Partition(ctx, oldPod, s.dr.Timing.Partition, false)
+		w, err := s.dep.Partition(ctx, oldPod, length, false)
 		healed <- cut{w, err}
 	}()
 	err := s.crashAfterFence(ctx, h.Holder)

@@ -87,21 +87,36 @@ func (s *Session) waitRecreated(ctx context.Context, from int, uid string) (hist
 }
 
 // mixed runs the seeded schedule of mixed fault kinds (scenario.MixedKinds)
-// and records it in the history, so the report shows what to replay.
-func (s *Session) mixed(ctx context.Context) error {
-	cfg := schedule.DefaultConfig(uint64(s.dr.Seed), s.dr.Timing.LeaseDuration)
-	cfg.Steps = scenario.MixedSteps
-	cfg.MinMultiple = max(cfg.MinMultiple, 2) // a cut of the leader surely ends in a takeover
-	cfg.MaxMultiple = max(cfg.MaxMultiple, cfg.MinMultiple)
-	cfg.Kinds = scenario.MixedKinds
-	sch, err := schedule.Generate(cfg)
+// and records it in the history, so the report shows what to replay; the
+// checks of the kinds it drew must pass (scenario.MixedExpect).
+func (s *Session) mixed(ctx context.Context, everyKind bool) error {
+	sch, err := schedule.Generate(MixedConfig(s.dr.Seed, s.dr.Timing, everyKind))
 	if err != nil {
 		return err
 	}
 	if s.Hist.Schedule, err = sch.Marshal(); err != nil {
 		return err
 	}
+	s.Hist.Expect = scenario.MixedExpect(s.Hist.Expect, sch)
 	return s.runSchedule(ctx, sch)
+}
+
+// MixedConfig is the mixed schedule's generator config for a seed: every
+// cut and pause at least twice the TTL, so the leader surely goes stale.
+// With everyKind, one step per kind of scenario.MixedKinds, and shorter
+// gaps so the run stays within about three minutes.
+func MixedConfig(seed int64, t scenario.Timing, everyKind bool) schedule.Config {
+	cfg := schedule.DefaultConfig(uint64(seed), t.LeaseDuration)
+	cfg.Steps = scenario.MixedSteps
+	cfg.MinMultiple = max(cfg.MinMultiple, 2) // a cut of the leader surely ends in a takeover
+	cfg.MaxMultiple = max(cfg.MaxMultiple, cfg.MinMultiple)
+	cfg.Kinds = scenario.MixedKinds
+	if everyKind {
+		cfg.EveryKind, cfg.Steps = true, len(cfg.Kinds)
+		cfg.MaxMultiple = cfg.MinMultiple + 0.5
+		cfg.MinGap, cfg.MaxGap = t.LeaseDuration/2, t.LeaseDuration
+	}
+	return cfg
 }
 
 // runSchedule runs every step of a schedule, each kind by its runner,
@@ -114,6 +129,10 @@ func (s *Session) runSchedule(ctx context.Context, sch schedule.Schedule) error 
 		schedule.PodDelete:      func(ctx context.Context, _ schedule.Step) error { return s.deleteLeader(ctx) },
 		schedule.LeaseDelete:    func(ctx context.Context, _ schedule.Step) error { return s.deleteLease(ctx) },
 		schedule.RollingRestart: func(ctx context.Context, _ schedule.Step) error { return s.rollingRestart(ctx) },
+		schedule.Pause:          func(ctx context.Context, st schedule.Step) error { return s.pauseLeader(ctx, st.Length) },
+		schedule.HeldWrites:     func(ctx context.Context, st schedule.Step) error { return s.heldWrites(ctx, st.Length) },
+		schedule.LostAnswers:    func(ctx context.Context, _ schedule.Step) error { return s.lostAnswers(ctx) },
+		schedule.SinkCrash:      func(ctx context.Context, st schedule.Step) error { return s.sinkCrashMidTakeover(ctx, st.Length) },
 	}
 	for _, st := range sch.Steps {
 		if _, ok := runners[st.KindOf()]; !ok {

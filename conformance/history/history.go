@@ -181,6 +181,8 @@ const (
 	ChaosSinkCrash      = "sink-crash"      // the sink SIGKILLed, restarted on its data
 	ChaosLeaseDelete    = "lease-delete"    // the Lease deleted (its holder or another replica re-creates it)
 	ChaosPause          = "pause"           // the pod's containers frozen, then thawed
+	ChaosHeldWrites     = "held-writes"     // the witness held the pod's writes until a higher fence
+	ChaosLostAnswers    = "lost-answers"    // the witness lost answers of commits (the pod retried)
 )
 
 // Expectation is what a check must produce in a scenario (what it did

@@ -209,15 +209,15 @@ func Timeline(s *history.Scenario) string {
 	for i, p := range pods {
 		laneOf[p] = i
 	}
-	top := legendH + axisH
+	terms, kinds := termsUsed(s), kindsUsed(s)
+	top := legendH + legendWraps(terms, kinds)*legendRowH + axisH
 	height := top + float64(len(pods))*laneH + sinkLaneH + 20
 	width := svgLeft + svgPlot + svgRight
 	g.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="system-ui,sans-serif" font-size="12">`+"\n", width, height, width, height)
 	g.f(`<defs><pattern id="cut" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="#fdecea"/><line x1="0" y1="0" x2="0" y2="8" stroke="#e57373" stroke-width="3"/></pattern></defs>` + "\n")
 	g.f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 
-	terms := termsUsed(s)
-	g.legend(terms, kindsUsed(s))
+	g.legend(terms, kinds)
 
 	// Axis with ticks every "nice" step.
 	step := niceStep(hi.Sub(lo))
@@ -266,6 +266,12 @@ func Timeline(s *history.Scenario) string {
 			continue
 		}
 		y := top + float64(i)*laneH
+		if st.band {
+			g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="6" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
+				x0, y+1, max(x1-x0, 3), st.fill, st.opacity, html.EscapeString(title))
+			g.text(x0+4, y+16, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+			continue
+		}
 		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
 			x0, y+1, max(x1-x0, 3), laneH-2, st.fill, st.opacity, html.EscapeString(title))
 		g.text(x0+4, y+laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
@@ -434,12 +440,40 @@ func (g *svg) mark(a contract.Attempt, x, y float64, stale bool) {
 	}
 }
 
+// legendRowH is the height of one row of the legend.
+const legendRowH = 22.0
+
+// legendItemW is the width a legend item takes: its swatch and its label.
+func legendItemW(w float64, label string) float64 { return w + 10 + float64(len(label))*6.6 }
+
+// legendWraps is how many rows the terms and chaos kinds need beyond the
+// first (a mixed schedule has many of both).
+func legendWraps(terms []uint64, kinds []string) float64 {
+	x, rows := 10.0, 0.0
+	add := func(w float64) {
+		if x > 10 && x+w > svgLeft+svgPlot+svgRight-10 {
+			x, rows = 10, rows+1
+		}
+		x += w
+	}
+	for _, t := range terms {
+		add(legendItemW(24, fmt.Sprintf("term %d", t)))
+	}
+	for _, k := range kinds {
+		add(legendItemW(24, styleOf(k).legend))
+	}
+	return rows
+}
+
 func (g *svg) legend(terms []uint64, kinds []string) {
 	x, y := 10.0, 18.0
 	item := func(w float64, draw func(x, y float64), label string) {
+		if x > 10 && x+legendItemW(w, label) > svgLeft+svgPlot+svgRight-10 { // wrap (legendWraps counts these rows)
+			x, y = 10, y+legendRowH
+		}
 		draw(x, y)
 		g.text(x+w+4, y+4, "start", `fill="#333"`, label)
-		x += w + 10 + float64(len(label))*6.6
+		x += legendItemW(w, label)
 	}
 	for _, t := range terms {
 		t := t
@@ -457,7 +491,7 @@ func (g *svg) legend(terms []uint64, kinds []string) {
 			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="%s" opacity="%s"/>`, x, y-6, st.fill, st.opacity)
 		}, st.legend)
 	}
-	x, y = 10, 40
+	x, y = 10, y+legendRowH
 	item(10, func(x, y float64) {
 		g.f(`<rect x="%.1f" y="%.1f" width="10" height="10" rx="2" fill="#1f77b4"/>`, x, y-5)
 	}, "holds the Lease (watch)")
@@ -472,7 +506,7 @@ func (g *svg) legend(terms []uint64, kinds []string) {
 	item(10, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#1f77b4" stroke-width="1.5"/>`, x+5, y)
 	}, "duplicate (OK_DUP)")
-	x, y = 10, 62
+	x, y = 10, y+legendRowH
 	item(16, func(x, y float64) {
 		g.f(`<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#d50000" stroke-width="2"/><circle cx="%.1f" cy="%.1f" r="4" fill="#1f77b4"/>`, x+8, y, x+8, y)
 	}, "STALE commit (below the sink's epoch)")
@@ -547,6 +581,7 @@ type chaosStyle struct {
 	fill, opacity, color string // lane shading, label colour
 	label, legend        string
 	allLanes             bool // not one pod's: a line across every lane
+	band                 bool // the witness's fault on the pod's traffic: a band at the lane's top, so a cut under it shows
 }
 
 var chaosStyles = map[string]chaosStyle{
@@ -554,6 +589,10 @@ var chaosStyles = map[string]chaosStyle{
 	history.ChaosPodDelete:      {fill: "#8d6e63", opacity: "0.35", color: "#4e342e", label: "pod deleted", legend: "pod deleted (SIGTERM)"},
 	history.ChaosRollingRestart: {fill: "#4dd0e1", opacity: "0.35", color: "#006064", label: "rolling restart", legend: "rolling restart (every replica replaced)"},
 	history.ChaosLeaseDelete:    {color: "#ef6c00", label: "Lease deleted", legend: "Lease deleted", allLanes: true},
+	history.ChaosPause:          {fill: "#7e57c2", opacity: "0.3", color: "#4527a0", label: "pause", legend: "pause (frozen)"},
+	history.ChaosSinkCrash:      {fill: "#424242", opacity: "0.35", color: "#000000", label: "sink crash", legend: "sink crash (SIGKILL)"},
+	history.ChaosHeldWrites:     {fill: "#f9a825", opacity: "0.85", color: "#e65100", label: "writes held", legend: "held writes (witness)", band: true},
+	history.ChaosLostAnswers:    {fill: "#26a69a", opacity: "0.85", color: "#004d40", label: "answers lost", legend: "lost answers (witness)", band: true},
 }
 
 // styleOf is a kind's style; a kind without one is still shaded and

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 )
 
@@ -18,10 +21,15 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 		history.ChaosWindow{Kind: history.ChaosLeaseDelete, Pod: "pod-c", Injected: at, Recovered: at},
 		history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: "pod-c", Injected: at.Add(time.Second), Recovered: at.Add(2 * time.Second)},
 		history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: "pod-b", Injected: at.Add(2 * time.Second), Recovered: at.Add(4 * time.Second)},
-		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)})
+		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosHeldWrites, Pod: "pod-b", Injected: at.Add(5 * time.Second), Recovered: at.Add(7 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosLostAnswers, Pod: "pod-c", Injected: at.Add(7 * time.Second), Recovered: at.Add(8 * time.Second)},
+		history.ChaosWindow{Kind: history.ChaosSinkCrash, Pod: "sink-0", Injected: at.Add(8 * time.Second), Recovered: at.Add(9 * time.Second)},
+		history.ChaosWindow{Kind: "a-kind-of-tomorrow", Pod: "pod-c", Injected: at.Add(9 * time.Second), Recovered: at.Add(10 * time.Second)})
 	svg := Timeline(s)
 	for _, want := range []string{">partition<", ">partition: cut off from the apiserver<", ">Lease deleted<", ">pod deleted<", ">pod deleted (SIGTERM)<",
-		">rolling restart<", ">pause<", "stroke-dasharray"} {
+		">rolling restart<", ">pause<", ">pause (frozen)<", ">writes held<", ">held writes (witness)<", ">answers lost<", ">lost answers (witness)<",
+		">sink crash<", ">sink crash (SIGKILL)<", ">sink-0<", ">a-kind-of-tomorrow<", "stroke-dasharray"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("timeline lacks %q", want)
 		}
@@ -29,5 +37,47 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 	s.Schedule = []byte(`{"config":{"seed":7}}`)
 	if page := string(HTML(synth.Run("r", s), nil)); !strings.Contains(page, "fault schedule") || !strings.Contains(page, "&#34;seed&#34;:7") {
 		t.Error("the page does not show the schedule to replay")
+	}
+}
+
+// Every kind a mixed schedule draws has a style of its own on the
+// timeline (the driver records each as the chaos window kind of its name).
+func TestEveryMixedKindHasAStyle(t *testing.T) {
+	for _, w := range scenario.MixedKinds {
+		if _, ok := chaosStyles[string(w.Kind)]; !ok {
+			t.Errorf("kind %q has no timeline style", w.Kind)
+		}
+	}
+}
+
+// A mixed run's many terms and kinds wrap onto more legend rows instead
+// of running off the picture's right edge.
+func TestLegendWraps(t *testing.T) {
+	s := synth.Scenario("many", synth.Defect{})
+	at := s.Chaos[0].Recovered
+	for i, k := range []string{history.ChaosPodDelete, history.ChaosRollingRestart, history.ChaosLeaseDelete, history.ChaosPause,
+		history.ChaosHeldWrites, history.ChaosLostAnswers, history.ChaosSinkCrash} {
+		s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: k, Pod: "pod-a", Injected: at.Add(time.Duration(i) * time.Second), Recovered: at.Add(time.Duration(i+1) * time.Second)})
+	}
+	for term := uint64(3); term <= 12; term++ {
+		r := s.Lease.Records[len(s.Lease.Records)-1]
+		r.Term, r.TermRaw, r.Holder = term, strconv.FormatUint(term, 10), "pod-b_0"
+		s.Lease.Records = append(s.Lease.Records, r)
+	}
+	svg := Timeline(s)
+	width := svgLeft + svgPlot + svgRight
+	for _, m := range regexp.MustCompile(`<text x="([0-9.]+)" y="([0-9.]+)" text-anchor="start" fill="#333">([^<]*)<`).FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		if x+float64(len(m[3]))*6.6 > width {
+			t.Errorf("legend item %q at x=%s runs off the %v px picture", m[3], m[1], width)
+		}
+	}
+	for _, want := range []string{">term 12<", ">sink crash (SIGKILL)<", ">lost answers (witness)<", ">commit with a term its writer never held<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("legend lacks %q", want)
+		}
+	}
+	if legendWraps(termsUsed(s), kindsUsed(s)) < 1 {
+		t.Error("12 terms and 8 kinds fit one legend row?")
 	}
 }

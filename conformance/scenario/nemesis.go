@@ -21,6 +21,9 @@ type WitnessNemesis struct {
 	RaceLag time.Duration
 	// LoseAnswersEvery > 0: lose the answer of every n-th fresh commit.
 	LoseAnswersEvery int
+	// Runtime: the driver arms holds and lost answers while the scenario
+	// runs (--nemesis-runtime; the mixed schedules).
+	Runtime bool
 }
 
 // Args renders the knobs as the witness's flags.
@@ -34,6 +37,9 @@ func (n WitnessNemesis) Args() []string {
 	}
 	if n.LoseAnswersEvery > 0 {
 		out = append(out, "--lose-answers-every="+strconv.Itoa(n.LoseAnswersEvery))
+	}
+	if n.Runtime {
+		out = append(out, "--nemesis-runtime")
 	}
 	return out
 }

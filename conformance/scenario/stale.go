@@ -27,6 +27,10 @@ var MixedKinds = []schedule.Weight{
 	{Kind: schedule.PodDelete, Weight: 1},
 	{Kind: schedule.LeaseDelete, Weight: 1},
 	{Kind: schedule.RollingRestart, Weight: 1},
+	{Kind: schedule.Pause, Weight: 1},       // the leader frozen past the TTL
+	{Kind: schedule.HeldWrites, Weight: 1},  // the witness holds the leader's writes, the leader is cut off
+	{Kind: schedule.LostAnswers, Weight: 1}, // the witness loses some answers for a while
+	{Kind: schedule.SinkCrash, Weight: 1},   // the leader cut off, the sink SIGKILLed after the new fence
 }
 
 // MixedSteps is how many faults the mixed schedule runs.
@@ -88,9 +92,10 @@ func stale() []Def {
 		},
 		{
 			Name:        "mixed-faults",
-			Description: "a seeded schedule mixing partitions of the leader or a follower, leader pod deletions, Lease deletions and rolling restarts (replay: the run's seed and the schedule in the report)",
+			Description: "a seeded schedule mixing partitions of the leader or a follower, leader pod deletions, Lease deletions, rolling restarts, pauses, held writes, lost answers and sink crashes (replay: the run's seed and the schedule in the report)",
 			Chaos:       MixedFaults,
-			Expect:      expect(safety, takeover),
+			Nemesis:     WitnessNemesis{Runtime: true},
+			Expect:      mixedExpect(),
 		},
 	}
 }

@@ -56,8 +56,10 @@ func MeasureWaits(r *history.Run) []Waits {
 		t.Unavoidable += settle // the first leader's commits
 		for _, w := range s.Chaos {
 			switch w.Kind {
-			case history.ChaosPartition, history.ChaosSinkCrash:
+			case history.ChaosPartition, history.ChaosSinkCrash, history.ChaosPause:
 				t.Unavoidable += w.Recovered.Sub(w.Injected)
+			case history.ChaosHeldWrites, history.ChaosLostAnswers:
+				continue // the witness's faults: a held-writes step's partition has its own window
 			default: // pod-delete, rolling-restart: the successor waits out the lease
 				t.Unavoidable += s.Config.LeaseDuration.D()
 			}

@@ -13,7 +13,27 @@ const (
 	// HarnessProbe), and answers the recorded Operation (200 whatever the
 	// sink said).
 	PathProbe = "/v1/witness/probe"
+	// PathNemesis: POST NemesisRequest, answers NemesisState (409 when the
+	// witness runs without --nemesis-runtime, or the request cannot apply).
+	PathNemesis = "/v1/witness/nemesis"
 )
+
+// NemesisRequest changes the witness's nemesis while it runs.
+type NemesisRequest struct {
+	// Hold arms a hold now: every write of an epoch at most the highest
+	// committed so far is held until a higher fence arrives (one at a time).
+	Hold bool `json:"hold,omitempty"`
+	// LoseEvery, if set, is the new rate of lost answers (0: none).
+	LoseEvery *int `json:"lose_every,omitempty"`
+}
+
+// NemesisState is the nemesis after a NemesisRequest.
+type NemesisState struct {
+	Holding   bool   `json:"holding"`
+	HoldEpoch uint64 `json:"hold_epoch,omitempty"`
+	LoseEvery int    `json:"lose_every"`
+	FreshOK   int    `json:"fresh_ok"` // PUTs answered with a fresh OK so far
+}
 
 // GateRequest closes (with a reason the refused operations carry) or opens
 // the gate that refuses client requests while the harness restarts the sink.
