@@ -103,6 +103,9 @@ func (d *deployment) create(ctx context.Context, dir, deployment string, args []
 	if err != nil {
 		return err
 	}
+	if err := UseImages(objs, d.t.opt.Images); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
 	var nodes []string
 	for _, obj := range objs {
 		if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
