@@ -171,7 +171,7 @@ done
 before=$(node_kubectl get ns -o name | sed 's|^namespace/||' | grep '^fc-' || true)
 rc=0
 step "conformance through the registry" bash "$FENCECHECK_ROOT/scripts/conformance.sh" --kubeconfig "$KUBECONFIG" \
-	--image-repo "$REPO" --keep-cluster always --run-id "$RUN_ID" -- --feature "$FEATURE" --keep-namespaces || rc=$?
+	--image-repo "$REPO" --keep-cluster always --timeout 20m --run-id "$RUN_ID" -- --feature "$FEATURE" --keep-namespaces || rc=$?
 NAMESPACES=$(node_kubectl get ns -o name | sed 's|^namespace/||' | grep '^fc-' | grep -vxF "${before:-none}" || true)
 [ -f "$REPORTS/summary.md" ] && proof "$(head -n 3 "$REPORTS/summary.md")"
 [ -f "$REPORTS/images.json" ] || die "the suite wrote no images.json: nothing was pushed"
@@ -180,16 +180,29 @@ proof "images.json: $(tr -d ' \n' <"$REPORTS/images.json")"
 # 5. Every container of the run, and the agent, ran a pushed image by digest.
 [ -n "$NAMESPACES" ] || die "the run left no namespace to inspect"
 bad=0 seen=0
-while read -r ns pod image imageid; do
-	[ -n "$pod" ] || continue
+# in_map REF: REF is one of the digest references the suite pushed.
+in_map() { grep -qF "\"$1\"" "$REPORTS/images.json"; }
+# What each pod asked for (spec: the rewritten reference) and what the
+# kubelet says it runs (status imageID: the digest containerd resolved).
+while read -r what ns pod ref; do
+	[ -n "$ref" ] || continue
 	seen=$((seen + 1))
-	proof "pod $ns/$pod image $image imageID $imageid"
-	case "$imageid" in "$REPO"/*@sha256:*) ;; *) bad=1; proof "  NOT pulled from $REPO by digest" ;; esac
-	grep -qF "\"$imageid\"" "$REPORTS/images.json" || { bad=1; proof "  imageID not in images.json"; }
-	grep -qF "\"$image\"" "$REPORTS/images.json" || { bad=1; proof "  image not in images.json"; }
+	proof "pod $ns/$pod $what $ref"
+	case "$ref" in "$REPO"/*@sha256:*) ;; *) bad=1; proof "  NOT from $REPO by digest" ;; esac
+	in_map "$ref" || { bad=1; proof "  not in images.json"; }
 done < <(for ns in $NAMESPACES fencecheck-system; do
-	node_kubectl -n "$ns" get pods -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .status.containerStatuses}}{{$p}} {{.image}} {{.imageID}}{{"\n"}}{{end}}{{end}}' | sed "s|^|$ns |"
+	node_kubectl -n "$ns" get pods -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .spec.containers}}{{"image "}}{{$p}} {{.image}}{{"\n"}}{{end}}{{range .status.containerStatuses}}{{"imageID "}}{{$p}} {{.imageID}}{{"\n"}}{{end}}{{end}}' |
+		awk -v ns="$ns" '{ print $1, ns, $2, $3 }'
 done)
+# The reconcilers are gone by now (the scenarios stop them): their imageIDs
+# are in the history the suite recorded while they ran (under_test.images).
+recs=$(grep -o "$REPO/reconciler@sha256:[0-9a-f]*" "$REPORTS/history.json" | sort -u)
+[ -n "$recs" ] || { bad=1; proof "history.json: no reconciler imageID from $REPO"; }
+for ref in $recs; do
+	seen=$((seen + 1))
+	proof "history.json under_test.images: reconciler imageID $ref"
+	in_map "$ref" || { bad=1; proof "  not in images.json"; }
+done
 # The registry's access log: who fetched which manifest by digest.
 pulls=$(awk '$6 == "\"GET" && $7 ~ "^/v2/fencecheck/[a-z-]+/manifests/sha256:" && $9 == 200 { split($7, p, "/"); print $1, p[4] }' "$REPORTS/registry.log" |
 	sort | uniq -c | awk '{ printf "%s %s x%s; ", $2, $3, $1 }')
@@ -199,7 +212,7 @@ for n in $NODES; do
 	docker exec "$n" crictl images | awk '$1 ~ /^docker.io\/fencecheck\// { found = 1 } END { exit found }' ||
 		{ bad=1; proof "  $n has a docker.io/fencecheck image: something loaded it"; }
 done
-proof "containers checked: $seen; all from $REPO by digest: $([ "$bad" = 0 ] && [ "$seen" -gt 0 ] && echo yes || echo NO)"
+proof "references checked: $seen; all from $REPO by digest: $([ "$bad" = 0 ] && [ "$seen" -gt 0 ] && echo yes || echo NO)"
 [ "$bad" = 0 ] && [ "$seen" -gt 0 ] || { [ "$rc" != 0 ] || rc=1; }
 [ "$rc" = 0 ] || log "the run or the proof failed (exit $rc): see $REPORTS"
 exit "$rc"
