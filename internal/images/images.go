@@ -71,7 +71,7 @@ func ParseRepo(s string) (Repo, error) {
 		return bad(err.Error())
 	}
 	r := Repo{Registry: host, Path: path}
-	if _, err := r.Image("probe"); err != nil {
+	if _, err := name.NewRepository(r.String(), name.StrictValidation); err != nil {
 		return bad(err.Error())
 	}
 	return r, nil
