@@ -59,3 +59,9 @@ images:
 
 bench:
 	bash bench/run.sh
+
+## test-registry: the suite on the kind cluster from a local registry (--kubeconfig --image-repo,
+## no kind load); restores the cluster after. Shared cluster: run it under the cluster lock.
+.PHONY: test-registry
+test-registry:
+	bash scripts/test-registry.sh $(TEST_REGISTRY_ARGS)

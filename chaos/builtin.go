@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/chaos/plan"
+	"github.com/fencecheck/fencecheck/internal/images"
 	chaosmanifests "github.com/fencecheck/fencecheck/manifests/chaos"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,13 +24,18 @@ import (
 
 // BuiltIn is the executor that runs here: the chaos-agent DaemonSet applies
 // each NetworkChaos as routes in the target pods' network namespaces.
-type BuiltIn struct{ objects }
+type BuiltIn struct {
+	objects
+	// images rewrites the agent's image to its pushed reference (nil: the
+	// kind-loaded fencecheck/chaos-agent:dev).
+	images images.Map
+}
 
 // NewBuiltIn returns the built-in executor.
 func NewBuiltIn(cfg *rest.Config, opt Options) (*BuiltIn, error) {
 	o, err := newObjects(cfg, opt)
 	o.validate = plan.Validate
-	return &BuiltIn{o}, err
+	return &BuiltIn{objects: o, images: opt.Images}, err
 }
 
 func (*BuiltIn) Name() string { return BuiltInName }
@@ -111,6 +118,11 @@ func (b *BuiltIn) Apply(ctx context.Context) error {
 		return fmt.Errorf("install: get CRD %s: %w", crdName, err)
 	}
 	for _, u := range objs {
+		if u.GetKind() == "DaemonSet" {
+			if err := rewriteImages(u, b.images); err != nil {
+				return fmt.Errorf("install: DaemonSet %s: %w", u.GetName(), err)
+			}
+		}
 		gvr := kindResource[u.GetKind()]
 		var ri interface {
 			Apply(context.Context, string, *unstructured.Unstructured, metav1.ApplyOptions, ...string) (*unstructured.Unstructured, error)
@@ -124,6 +136,41 @@ func (b *BuiltIn) Apply(ctx context.Context) error {
 		b.log("applied %s %s", u.GetKind(), u.GetName())
 		if u.GetKind() == "CustomResourceDefinition" {
 			if err := b.waitCRD(ctx, u.GetName()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rewriteImages points the DaemonSet u at the pushed images of m, in
+// place (a round trip through the typed object would add fields the
+// apply would then own).
+func rewriteImages(u *unstructured.Unstructured, m images.Map) error {
+	if m == nil {
+		return nil
+	}
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", list)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			c, ok := c.(map[string]any)
+			image, _ := c["image"].(string)
+			if !ok || image == "" {
+				continue
+			}
+			ref, pushed, err := m.Resolve(image)
+			if err != nil {
+				return fmt.Errorf("container %v: %w", c["name"], err)
+			}
+			if pushed {
+				c["image"], c["imagePullPolicy"] = ref, string(corev1.PullIfNotPresent)
+			}
+		}
+		if len(cs) > 0 {
+			if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", list); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos/plan"
+	"github.com/fencecheck/fencecheck/internal/images"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -348,6 +349,9 @@ func (*ChaosMesh) Install(context.Context) error { return nil }
 // Options configure the executors.
 type Options struct {
 	Logf Logf
+	// Images, when set, is where the agent's image was pushed
+	// (--image-repo): the DaemonSet runs it by digest.
+	Images images.Map
 	// Poll is the status polling interval (default 200ms).
 	Poll time.Duration
 }

@@ -8,6 +8,10 @@
 # with reports/latest pointing at it.
 #
 #   --kubeconfig FILE       use this cluster; no kind-up, no image loading
+#   --image-repo REG/PATH   with --kubeconfig: build the images, push them to
+#                           REG/PATH/NAME (go-containerregistry; docker login
+#                           credentials) and run every pod from there by
+#                           digest: the recipe for an existing cluster
 #   --keep-cluster WHEN     always | on-failure (default) | never: delete the
 #                           kind cluster after the run unless kept
 #   --run-id ID             default: UTC time
@@ -38,6 +42,7 @@ TIMEOUT=40m
 SUITE_ARGS=()
 CONTROLLER=""
 CONTROLLER_IMAGE=()
+IMAGE_REPO=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -49,6 +54,8 @@ while [ $# -gt 0 ]; do
 	--run-id=*) RUN_ID=${1#*=}; shift ;;
 	--seed) SEED=${2:?}; shift 2 ;;
 	--seed=*) SEED=${1#*=}; shift ;;
+	--image-repo) IMAGE_REPO=${2:?--image-repo needs REGISTRY/PATH}; shift 2 ;;
+	--image-repo=*) IMAGE_REPO=${1#*=}; shift ;;
 	--skip-images) SKIP_IMAGES=1; shift ;;
 	--controller) CONTROLLER=${2:?--controller needs a directory}; shift 2 ;;
 	--controller=*) CONTROLLER=${1#*=}; shift ;;
@@ -67,6 +74,14 @@ for ((i = 0; i < ${#SUITE_ARGS[@]}; i++)); do
 	[ "${SUITE_ARGS[i]}" != --parallel ] || [[ "${SUITE_ARGS[i + 1]:-}" =~ ^[1-9][0-9]*$ ]] || die "--parallel must be a positive number, got '${SUITE_ARGS[i + 1]:-}'"
 done
 [ -z "$SEED" ] || [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a number, got '$SEED'"
+if [ -n "$IMAGE_REPO" ]; then
+	# Pushed images need a cluster that pulls them: kind-up's cluster gets
+	# kind load instead.
+	[ -n "$KUBECONFIG_ARG" ] || die "--image-repo $IMAGE_REPO needs --kubeconfig: the images are pushed for a cluster you bring (without --kubeconfig this script brings up kind and loads them with kind load)"
+	# A malformed or unreachable registry is named now, before any build.
+	(cd "$FENCECHECK_ROOT" && go run ./cmd/fencecheck push-images --image-repo "$IMAGE_REPO" --check) ||
+		die "--image-repo $IMAGE_REPO: see above"
+fi
 RUN_ID=${RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
 [[ "$RUN_ID" =~ ^[A-Za-z0-9._-]+$ ]] || die "--run-id may use letters, digits, . _ - only"
 SEED=${SEED:-$(( $(date +%s%N) % 1000000 ))}
@@ -115,7 +130,17 @@ trap 'exit 143' TERM
 if [ -n "$KUBECONFIG_ARG" ]; then
 	[ -r "$KUBECONFIG_ARG" ] || die "--kubeconfig $KUBECONFIG_ARG is not readable"
 	export KUBECONFIG=$KUBECONFIG_ARG
-	log "using the cluster of $KUBECONFIG (no kind-up, no image loading; the images must already be there)"
+	if [ -n "$IMAGE_REPO" ]; then
+		log "using the cluster of $KUBECONFIG, images pushed to $IMAGE_REPO and run by digest (no kind-up, no kind load)"
+		push=(reconciler sink witness chaos-agent probe)
+		[ ${#CONTROLLER_IMAGE[@]} = 0 ] || { c=${CONTROLLER_IMAGE[0]%/}; push+=("${c##*/}"); }
+		if [ "$SKIP_IMAGES" = 0 ]; then
+			step "images (archives only)" bash "$FENCECHECK_ROOT/scripts/images.sh" --no-load reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
+		fi
+		SUITE_ARGS=(--image-repo "$IMAGE_REPO" --push-images "$(IFS=,; echo "${push[*]}")" "${SUITE_ARGS[@]}")
+	else
+		log "using the cluster of $KUBECONFIG (no kind-up, no image loading; the images must already be there)"
+	fi
 else
 	OWN_CLUSTER=1
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"

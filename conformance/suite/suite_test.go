@@ -116,6 +116,10 @@ func TestMain(m *testing.M) {
 		if err := timing.Validate(); err != nil {
 			return ctx, err
 		}
+		if *imageRepo != "" && cfg.KubeconfigFile() == "" {
+			_, err := pushSuiteImages(ctx, "") // says what is wrong with the flag, or that there is no cluster
+			return ctx, err
+		}
 		if cfg.KubeconfigFile() == "" {
 			return ctx, fmt.Errorf("no cluster: pass --kubeconfig or set KUBECONFIG (make conformance brings the kind cluster up: scripts/conformance.sh)")
 		}
@@ -139,7 +143,10 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return ctx, err
 		}
-		ex, err := chaos.ByName(ctx, rc, *executorName, chaos.Options{Logf: logf})
+		if pushed, err = pushSuiteImages(ctx, cfg.KubeconfigFile()); err != nil {
+			return ctx, err
+		}
+		ex, err := chaos.ByName(ctx, rc, *executorName, chaos.Options{Logf: logf, Images: pushed})
 		if err != nil {
 			return ctx, err
 		}
@@ -147,7 +154,7 @@ func TestMain(m *testing.M) {
 		if err := ex.Install(ctx); err != nil {
 			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
 		}
-		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf})
+		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Images: pushed})
 		*drv = driver.Driver{Target: target, Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID,
 			Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf}}
 		if *controllerDir != "" {
@@ -158,7 +165,7 @@ func TestMain(m *testing.M) {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return ctx, fmt.Errorf("--controller %s: not a directory of manifests", *controllerDir)
 			}
-			ct := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Controller: dir})
+			ct := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Controller: dir, Images: pushed})
 			ctrlDrv = &driver.Driver{Target: ct, Config: drv.Config}
 			logf("controller under test: %s (scenarios that need our fixture's modes run on our fixture)", dir)
 		}
@@ -190,6 +197,9 @@ func writeReports(code int) error {
 	sort.SliceStable(recorded, func(i, j int) bool { return rank[recorded[i].Name] < rank[recorded[j].Name] })
 	r := &history.Run{Meta: history.Meta{RunID: *runID, Seed: *seed, Started: started, Ended: time.Now(),
 		Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}, Scenarios: recorded}
+	for src, ref := range pushed {
+		r.Meta.Versions["image "+src] = ref // what ran, by digest (--image-repo)
+	}
 	results := check.Evaluate(r)
 	if err := report.Write(*reportsDir, r, results); err != nil {
 		return err

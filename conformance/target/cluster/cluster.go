@@ -22,6 +22,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
 	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
+	"github.com/fencecheck/fencecheck/internal/images"
 )
 
 // Names the manifests and this target agree on.
@@ -72,7 +73,10 @@ type Options struct {
 	// Controller, when set, is a directory of a user's controller
 	// manifests, deployed instead of ours (controller.go).
 	Controller string
-	Logf       func(format string, args ...any)
+	// Images, when set, names the pushed images (--image-repo): every pod
+	// runs its image by digest from the registry (images.go).
+	Images images.Map
+	Logf   func(format string, args ...any)
 }
 
 // Target runs scenarios on a cluster.

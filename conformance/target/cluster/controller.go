@@ -222,6 +222,9 @@ func (d *deployment) deployController(ctx context.Context, spec driver.Spec) err
 	if err != nil {
 		return err
 	}
+	if err := UseImages(objs, d.t.opt.Images); err != nil {
+		return fmt.Errorf("CONTROLLER=%s: %w", d.t.opt.Controller, err)
+	}
 	d.name = dep.Name
 	for _, obj := range objs {
 		if err := d.t.opt.Res.Create(ctx, obj); err != nil {

@@ -106,6 +106,9 @@ func (d *deployment) create(ctx context.Context, dir, deployment string, args []
 	if deployment == SinkDeployment {
 		objs = NodeLocalData(objs)
 	}
+	if err := UseImages(objs, d.t.opt.Images); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
 	var nodes []string
 	for _, obj := range objs {
 		if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
