@@ -236,3 +236,64 @@ func TestChaosMeshPartitionCutsTheAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// Chaos Mesh heals from its controller: with the controller down at the
+// deadline, the cut outlives it (our agent heals from its node ledger).
+// The controller comes back and heals it.
+func TestChaosMeshControllerDownAtTheDeadlineDoesNotHeal(t *testing.T) {
+	e, ex := chaosMeshEnv(t)
+	var node, pod string
+	for n, p := range e.probers {
+		node, pod = n, p
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const dur = 8 * time.Second
+	w, err := ex.Inject(ctx, NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, Duration: dur}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Delete(context.Background(), testNS, w.Name)
+	scale := func(n int32) {
+		t.Helper()
+		s, err := e.kube.AppsV1().Deployments("chaos-mesh").GetScale(ctx, ChaosMeshController, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.Replicas = n
+		if _, err := e.kube.AppsV1().Deployments("chaos-mesh").UpdateScale(ctx, ChaosMeshController, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale(0)
+	restored := false
+	defer func() {
+		if !restored {
+			scale(1)
+		}
+	}()
+	waitFor(t, ctx, "no controller pod", func() (bool, string) {
+		l, err := e.kube.CoreV1().Pods("chaos-mesh").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
+		return err == nil && len(l.Items) == 0, fmt.Sprintf("%v %d pods", err, len(l.Items))
+	})
+	past := w.Injected.Add(dur + 10*time.Second)
+	select { // the question is what the netns holds 10s past the deadline
+	case <-time.After(time.Until(past)):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	if rules, _ := e.chaosMeshRules(t, node, pod); len(rules) == 0 {
+		t.Fatalf("the cut healed with the controller down: this difference from our agent does not hold")
+	} else {
+		t.Logf("10s past the deadline, controller down: %d Chaos Mesh rules still in %s's netns", len(rules), pod)
+	}
+	scale(1)
+	restored = true
+	back := time.Now()
+	waitFor(t, ctx, "rules gone after the controller is back", func() (bool, string) {
+		rules, _ := e.chaosMeshRules(t, node, pod)
+		return len(rules) == 0, fmt.Sprint(rules)
+	})
+	t.Logf("healed %s after the controller was scaled back up", time.Since(back).Round(time.Second))
+}
