@@ -24,8 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // chaosMeshEnv is env with Chaos Mesh acting on the objects. Chaos Mesh
@@ -37,15 +35,7 @@ func chaosMeshEnv(t *testing.T) (*env, *ChaosMesh) {
 	if os.Getenv("FENCECHECK_CHAOS_MESH") == "1" {
 		notRun = t.Fatalf
 	}
-	kc := os.Getenv("KUBECONFIG")
-	if kc == "" {
-		t.Fatal("KUBECONFIG is not set: run `make kind-up`")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatalf("kubeconfig %s: %v", kc, err)
-	}
-	kube := kubernetes.NewForConfigOrDie(cfg)
+	cfg, kube := clusterClients(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ok, err := HasChaosMesh(ctx, kube)
@@ -61,9 +51,6 @@ func chaosMeshEnv(t *testing.T) (*env, *ChaosMesh) {
 	// One actor per object: our agent must be off.
 	if l, err := kube.CoreV1().Pods("fencecheck-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=chaos-agent"}); err != nil || len(l.Items) > 0 {
 		t.Fatalf("our chaos agent is running beside Chaos Mesh (%v): make chaos-mesh-up turns it off", err)
-	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Fatal("docker CLI needed to inspect the nodes: run make kind-up")
 	}
 	ex, err := NewChaosMesh(cfg, Options{Logf: t.Logf})
 	if err != nil {
