@@ -30,12 +30,16 @@ OFF_KEY=fencecheck.io/chaos-agent
 k() { node_kubectl "$@"; }
 apply() { docker exec -i "$(control_plane_container)" kubectl --kubeconfig /etc/kubernetes/admin.conf apply --server-side --force-conflicts "$@" -f - >&2; }
 
-# live_chaos: the chaos objects that exist now, in any namespace (ours and
-# Chaos Mesh's kinds), one "kind ns/name" a line.
+# live_chaos: the chaos objects still in effect, in any namespace (ours and
+# Chaos Mesh's kinds), one "kind ns/name" a line: not reported recovered
+# and not refused. Recovered leftovers are harmless (they go with our CRD).
 live_chaos() {
 	local r
 	for r in networkchaos.chaos-mesh.org podpauses.chaos.fencecheck.io; do
-		k get "$r" -A -o jsonpath='{range .items[*]}{.kind} {.metadata.namespace}/{.metadata.name}{"\n"}{end}' 2>/dev/null || true
+		k get "$r" -A -o json 2>/dev/null | jq -r '.items[]
+			| select(.status.refused == null)
+			| select([.status.conditions[]? | select(.type == "AllRecovered" and .status == "True")] | length == 0)
+			| "\(.kind) \(.metadata.namespace)/\(.metadata.name)"' || true
 	done
 }
 
