@@ -65,11 +65,12 @@ func chaosMeshEnv(t *testing.T) (*env, *ChaosMesh) {
 	return e, ex
 }
 
-// chaosMeshRules lists, in pod's network namespace on node, the iptables
-// rules and ipsets Chaos Mesh's daemon installs (chains CHAOS-*, sets
-// named after the object), with both iptables back ends, and our agent's
-// tagged routes (which must never be there: the agent is off).
-func (e *env) chaosMeshRules(t *testing.T, node, pod string) (rules, ours []string) {
+// chaosMeshRules lists, in pod's network namespace on node, the Chaos Mesh
+// chains in effect: the jumps from CHAOS-INPUT/CHAOS-OUTPUT (its daemon
+// flushes those on recovery and leaves the per-object chains unlinked),
+// each with its chain's DROP rules, read with both iptables back ends; and
+// our agent's tagged routes (never there while the agent is off).
+func (e *env) chaosMeshRules(t *testing.T, node, pod string) (active, ours []string) {
 	t.Helper()
 	p, err := e.kube.CoreV1().Pods(testNS).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
@@ -77,7 +78,12 @@ func (e *env) chaosMeshRules(t *testing.T, node, pod string) (rules, ours []stri
 	}
 	script := `found=0; for n in $(ip netns list | cut -d' ' -f1); do
   if ip -n "$n" -o addr show | grep -q " inet $0/"; then found=1
-    for ipt in iptables-nft iptables-legacy; do ip netns exec "$n" $ipt -w -S 2>/dev/null | grep -- '-A CHAOS-' | sed "s/^/$ipt /"; done
+    for ipt in iptables-nft iptables-legacy; do
+      ip netns exec "$n" $ipt -w -S 2>/dev/null > /tmp/fc-ipt.$$ || continue
+      grep -E -- '^-A CHAOS-(INPUT|OUTPUT) -j ' /tmp/fc-ipt.$$ | while read -r _ _ _ c; do
+        echo "$ipt jump to $c: $(grep -E -- "^-A $c .*-j DROP" /tmp/fc-ipt.$$ | tr '\n' ';')"
+      done
+    done; rm -f /tmp/fc-ipt.$$
     ip -n "$n" route show proto 147 | sed 's/^/ours /'; ip -n "$n" rule show | grep 'proto 147' | sed 's/^/ours /'
   fi
 done; [ $found = 1 ] || { echo "no netns holds $0" >&2; exit 3; }`
@@ -90,11 +96,11 @@ done; [ $found = 1 ] || { echo "no netns holds $0" >&2; exit 3; }`
 		case l == "":
 		case strings.HasPrefix(l, "ours "):
 			ours = append(ours, l)
-		case strings.Contains(l, "-j DROP") || strings.Contains(l, "--match-set"):
-			rules = append(rules, l)
+		case strings.Contains(l, " jump to "):
+			active = append(active, l)
 		}
 	}
-	return rules, ours
+	return active, ours
 }
 
 // stateLine is one line of the prober's log: "<RFC3339Nano> <target> ok|fail[: error]".
@@ -144,8 +150,8 @@ func TestChaosMeshPartitionCutsTheAPIServer(t *testing.T) {
 			defer ex.Delete(context.Background(), testNS, w.Name)
 			rules, ours := e.chaosMeshRules(t, node, pod)
 			t.Logf("Chaos Mesh's rules in %s's netns on %s: %v", pod, node, rules)
-			if len(rules) == 0 {
-				t.Fatalf("Chaos Mesh reported %s injected, but its netns on %s has no CHAOS-* DROP rule", pod, node)
+			if len(rules) == 0 || !strings.Contains(strings.Join(rules, " "), "--match-set") {
+				t.Fatalf("Chaos Mesh reported %s injected, but its netns on %s has no CHAOS-* jump to a DROP on a target set: %v", pod, node, rules)
 			}
 			if len(ours) > 0 {
 				t.Fatalf("our agent's routes are in the netns too (two actors): %v", ours)
