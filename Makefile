@@ -8,7 +8,7 @@ IMAGES := reconciler sink witness chaos-agent probe
 GO ?= go
 GOFMT ?= gofmt
 
-.PHONY: test unit integration cluster-test conformance kind-up kind-down images bench fmt vet
+.PHONY: test unit integration cluster-test conformance kind-up kind-down images bench fmt vet chaos-mesh chaos-mesh-up chaos-mesh-down chaos-mesh-test
 
 ## test: unit tests, host integration tests, then the cluster proof tests.
 test: unit integration cluster-test
@@ -50,6 +50,23 @@ conformance:
 
 kind-up:
 	bash scripts/kind-up.sh
+
+## chaos-mesh: build Chaos Mesh from its Go module and its images (cached; docs/chaos.md).
+## chaos-mesh-up / chaos-mesh-down: install it on the kind cluster in place of our agent, and back.
+chaos-mesh:
+	bash scripts/chaos-mesh/build.sh
+
+chaos-mesh-up:
+	bash scripts/chaos-mesh/install.sh up
+
+chaos-mesh-down:
+	bash scripts/chaos-mesh/install.sh down
+
+## chaos-mesh-test: the chaos cluster tests with Chaos Mesh as the executor (up, test, always down).
+chaos-mesh-test:
+	bash scripts/chaos-mesh/install.sh up
+	rc=0; FENCECHECK_CHAOS_MESH=1 $(GO) test -count=1 -tags cluster -run '^TestChaosMesh' -timeout 15m -v ./chaos/ || rc=$$?; \
+	bash scripts/chaos-mesh/install.sh down || rc=1; exit $$rc
 
 kind-down:
 	bash scripts/kind-down.sh

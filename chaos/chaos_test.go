@@ -315,3 +315,46 @@ func TestHasChaosMesh(t *testing.T) {
 		}
 	}
 }
+
+// The Chaos Mesh executor refuses to start on a cluster where nobody would
+// execute its objects: missing, or not ready.
+func TestChaosMeshInstallNeedsAReadyController(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		objs []runtime.Object
+		want string
+	}{
+		{"missing", nil, "not installed"},
+		{"not ready", []runtime.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-mesh", Name: ChaosMeshController}}}, "no ready replica"},
+	} {
+		cm := &ChaosMesh{objects{kube: kubefake.NewSimpleClientset(c.objs...)}}
+		if err := cm.Install(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Install = %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	ready := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos-mesh", Name: ChaosMeshController}, Status: appsv1.DeploymentStatus{ReadyReplicas: 1}}
+	if err := (&ChaosMesh{objects{kube: kubefake.NewSimpleClientset(ready)}}).Install(context.Background()); err != nil {
+		t.Errorf("ready controller: %v", err)
+	}
+}
+
+// Chaos Mesh has no port scope: a port-scoped partition is refused before
+// anything is created, not widened to every port.
+func TestChaosMeshRefusesPortScopedPartitions(t *testing.T) {
+	scoped := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-0", Targets: []string{"10.96.0.1"}, TCPPorts: []int{443}, Duration: time.Second})
+	if err := chaosMeshCanRun(scoped); err == nil || !strings.Contains(err.Error(), "ports") {
+		t.Fatalf("port-scoped partition: %v", err)
+	}
+	whole := NewPartition(PartitionSpec{PodNamespace: "app", PodName: "rec-0", Targets: []string{"10.96.0.1"}, Duration: time.Second})
+	if err := chaosMeshCanRun(whole); err != nil {
+		t.Fatalf("partition without ports refused: %v", err)
+	}
+	o, dyn := fakeCluster(t, runningPod("app", "rec-0"))
+	o.validate = chaosMeshCanRun
+	if _, err := o.Inject(context.Background(), scoped); err == nil {
+		t.Fatal("Inject accepted a port-scoped partition")
+	}
+	if l, _ := dyn.Resource(GVR).Namespace("app").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Fatalf("an object was created: %v", l.Items)
+	}
+}

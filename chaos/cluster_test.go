@@ -109,7 +109,9 @@ type env struct {
 	probers map[string]string // node → prober pod
 }
 
-func setup(t *testing.T) *env {
+// clusterClients connects to $KUBECONFIG's cluster and checks the docker CLI
+// (the tests inspect the nodes with docker exec).
+func clusterClients(t *testing.T) (*rest.Config, kubernetes.Interface) {
 	t.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
@@ -120,14 +122,20 @@ func setup(t *testing.T) *env {
 		t.Fatalf("kubeconfig %s: %v (run make kind-up)", kc, err)
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
 		t.Fatalf("cluster not reachable through %s: %v (run make kind-up)", kc, err)
 	}
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatal("docker CLI needed to inspect the nodes: run make kind-up")
 	}
+	return cfg, kube
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	cfg, kube := clusterClients(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	ex, err := NewBuiltIn(cfg, Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,13 @@
 #                           of our fixture (docs/controller-contract.md)
 #   --controller-image PKG  also build and load ./PKG as fencecheck/<name>:dev
 #                           (the repository's examples; a user loads their own)
+#   --chaos NAME            auto (default: Chaos Mesh if the cluster runs it,
+#                           else our agent) | builtin | chaos-mesh: the
+#                           real Chaos Mesh executes the partitions; on kind it
+#                           is built, installed in place of our agent for the
+#                           run and removed after (scripts/chaos-mesh/); with
+#                           --kubeconfig the cluster must run it already.
+#                           Pause scenarios are reported not runnable.
 #   --timeout D             go test timeout (default 40m)
 #   --parallel N            scenarios run at once (the suite's --parallel;
 #                           default: the suite's, measured on 2 cores)
@@ -42,6 +49,7 @@ TIMEOUT=40m
 SUITE_ARGS=()
 CONTROLLER=""
 CONTROLLER_IMAGE=()
+CHAOS=auto
 IMAGE_REPO=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -61,6 +69,8 @@ while [ $# -gt 0 ]; do
 	--controller=*) CONTROLLER=${1#*=}; shift ;;
 	--controller-image) CONTROLLER_IMAGE=("${2:?--controller-image needs a package path}"); shift 2 ;;
 	--controller-image=*) CONTROLLER_IMAGE=("${1#*=}"); shift ;;
+	--chaos) CHAOS=${2:?--chaos needs auto, builtin or chaos-mesh}; shift 2 ;;
+	--chaos=*) CHAOS=${1#*=}; shift ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--timeout=*) TIMEOUT=${1#*=}; shift ;;
 	--parallel) SUITE_ARGS+=(--parallel "${2:?--parallel needs a number}"); shift 2 ;;
@@ -69,6 +79,8 @@ while [ $# -gt 0 ]; do
 	*) die "unknown argument: $1 (try --help; suite flags go after --)" ;;
 	esac
 done
+case "$CHAOS" in auto | builtin | chaos-mesh) ;; *) die "--chaos must be auto, builtin or chaos-mesh, not '$CHAOS'" ;; esac
+SUITE_ARGS=(--executor "$CHAOS" "${SUITE_ARGS[@]}")
 case "$KEEP" in always | on-failure | never) ;; *) die "--keep-cluster must be always, on-failure or never, not '$KEEP'" ;; esac
 for ((i = 0; i < ${#SUITE_ARGS[@]}; i++)); do
 	[ "${SUITE_ARGS[i]}" != --parallel ] || [[ "${SUITE_ARGS[i + 1]:-}" =~ ^[1-9][0-9]*$ ]] || die "--parallel must be a positive number, got '${SUITE_ARGS[i + 1]:-}'"
@@ -104,9 +116,13 @@ log "run $RUN_ID, seed $SEED, reports in $REPORTS"
 # the end): kind logs on failure, then the cluster this script brought up
 # goes down unless --keep-cluster keeps it.
 OWN_CLUSTER=0
+CHAOS_MESH_UP=0
 finish() {
 	local rc=$?
 	trap - EXIT
+	if [ "$CHAOS_MESH_UP" = 1 ]; then
+		step "Chaos Mesh off, our agent back on" bash "$FENCECHECK_ROOT/scripts/chaos-mesh/install.sh" down || { log "chaos-mesh-down failed: the cluster still runs Chaos Mesh"; rc=1; }
+	fi
 	if [ "$rc" != 0 ] && [ "$OWN_CLUSTER" = 1 ]; then
 		source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 		ensure_kind_cli
@@ -146,6 +162,10 @@ else
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	if [ "$SKIP_IMAGES" = 0 ]; then
 		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
+	fi
+	if [ "$CHAOS" = chaos-mesh ]; then
+		CHAOS_MESH_UP=1
+		step "Chaos Mesh in place of our agent" bash "$FENCECHECK_ROOT/scripts/chaos-mesh/install.sh" up
 	fi
 fi
 

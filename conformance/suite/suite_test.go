@@ -57,6 +57,11 @@ var (
 	mu       sync.Mutex
 	recorded []*history.Scenario
 	started  time.Time
+	// canPause is false under an executor with no process pause (Chaos
+	// Mesh); notRunnable holds each scenario skipped for it, and why.
+	canPause     = true
+	executorUsed string
+	notRunnable  = map[string]string{}
 )
 
 func init() {
@@ -151,6 +156,8 @@ func TestMain(m *testing.M) {
 			return ctx, err
 		}
 		logf("cluster %s (kubernetes %s); chaos executor %s; installing it", rc.Host, v.GitVersion, ex.Name())
+		_, canPause = ex.(chaos.Pauser)
+		executorUsed = ex.Name()
 		if err := ex.Install(ctx); err != nil {
 			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
 		}
@@ -186,7 +193,7 @@ func writeReports(code int) error {
 		return err
 	}
 	if len(recorded) == 0 {
-		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out; see the test output.\n", *runID, code)
+		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out; see the test output.\n", *runID, code) + notRunnableSection()
 		return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), []byte(msg), 0o644)
 	}
 	// Workers finish in any order: report in the scenarios' own order.
@@ -203,6 +210,20 @@ func writeReports(code int) error {
 	results := check.Evaluate(r)
 	if err := report.Write(*reportsDir, r, results); err != nil {
 		return err
+	}
+	if extra := notRunnableSection(); extra != "" {
+		f, err := os.OpenFile(filepath.Join(*reportsDir, report.SummaryFile), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(extra)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		logf("%d scenarios not runnable with the %s executor (listed in %s)", len(notRunnable), executorUsed, report.SummaryFile)
 	}
 	c := report.Count(results)
 	logf("reports in %s: %d results, %d as expected, %d not, %d negative controls caught", *reportsDir, c.Total, c.OK, c.Failed, c.CaughtControls)
@@ -229,6 +250,12 @@ func feature(d scenario.Def) features.Feature {
 		WithLabel("kind", kind).
 		WithLabel("chaos", string(d.Chaos)).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if reason := unrunnable(d); reason != "" {
+				mu.Lock()
+				notRunnable[d.Name] = reason
+				mu.Unlock()
+				t.Skipf("%s: NOT RUNNABLE: %s", d.Name, reason) // nothing deployed yet: no teardown needed
+			}
 			// No t.Fatal here: at feature level it would skip the teardown.
 			dr, note := driverFor(d)
 			s, err := dr.Start(ctx, d)
@@ -279,6 +306,33 @@ func feature(d scenario.Def) features.Feature {
 			}
 			return ctx
 		}).Feature()
+}
+
+// unrunnable says why d cannot run with this run's executor ("" if it can).
+func unrunnable(d scenario.Def) string {
+	if d.Chaos == scenario.PauseLeader && !canPause {
+		return fmt.Sprintf("it pauses a process, and the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", executorUsed)
+	}
+	return ""
+}
+
+// notRunnableSection lists the scenarios skipped as not runnable, for the
+// summary ("" when none).
+func notRunnableSection() string {
+	if len(notRunnable) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(notRunnable))
+	for n := range notRunnable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Not runnable with the %s executor (%d scenarios, no verdict)\n\n", executorUsed, len(names))
+	for _, n := range names {
+		fmt.Fprintf(&b, "- %s: %s\n", n, notRunnable[n])
+	}
+	return b.String()
 }
 
 // driverFor is the driver of d: the user's controller's, unless there is
