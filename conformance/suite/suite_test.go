@@ -310,8 +310,15 @@ func feature(d scenario.Def) features.Feature {
 
 // unrunnable says why d cannot run with this run's executor ("" if it can).
 func unrunnable(d scenario.Def) string {
-	if d.Chaos == scenario.PauseLeader && !canPause {
+	if canPause {
+		return ""
+	}
+	switch d.Chaos {
+	case scenario.PauseLeader:
 		return fmt.Sprintf("it pauses a process, and the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", executorUsed)
+	case scenario.MixedFaults, scenario.MixedEveryKind:
+		// Their schedules draw pauses among the other kinds.
+		return fmt.Sprintf("its schedule draws process pauses, and the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", executorUsed)
 	}
 	return ""
 }
