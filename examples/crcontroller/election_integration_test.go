@@ -151,18 +151,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // term 2) drains its bridge, then stands again in the same process with a
 // new manager and takes term 3 once that holder's lease expires.
 func TestTermManagerLosesAndStandsAgain(t *testing.T) {
-	srv := kubetest.Start(t, kubetest.Options{})
-	sink := &floorSink{puts: map[uint64]int{}}
-	hs := httptest.NewServer(sink)
-	defer hs.Close()
-	cfg := Config{Namespace: "default", LeaseName: leader.LeaseName, SinkURL: hs.URL, Pod: "a", LeaseDuration: 2 * time.Second,
-		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond, DrainTimeout: 2 * time.Second, WriteInterval: 20 * time.Millisecond, Rows: 4}
-	s, _ := NewSink(hs.URL, "")
-	log := &syncBuffer{}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runTerm(ctx, srv.Config, cfg, s, log) }()
-	waitFor(t, "term 1 writes", func() bool { _, _, p := sink.snapshot(); return p[1] >= 5 })
+	srv, sink, log, stop, done := leadingManager(t)
 	kube := kubernetes.NewForConfigOrDie(srv.Config)
 	leases := kube.CoordinationV1().Leases("default")
 	l, err := leases.Get(context.Background(), leader.LeaseName, metav1.GetOptions{})
@@ -198,18 +187,7 @@ func TestTermManagerLosesAndStandsAgain(t *testing.T) {
 // same process fences 2 and writes with it (before this it kept writing
 // term 1 under a Lease that said 2: run s5-cr-fenced-2 on the cluster).
 func TestTermManagerLeaseDeletedUnderIt(t *testing.T) {
-	srv := kubetest.Start(t, kubetest.Options{})
-	sink := &floorSink{puts: map[uint64]int{}}
-	hs := httptest.NewServer(sink)
-	defer hs.Close()
-	cfg := Config{Namespace: "default", LeaseName: leader.LeaseName, SinkURL: hs.URL, Pod: "a", LeaseDuration: 2 * time.Second,
-		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond, DrainTimeout: 2 * time.Second, WriteInterval: 20 * time.Millisecond, Rows: 4}
-	s, _ := NewSink(hs.URL, "")
-	log := &syncBuffer{}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runTerm(ctx, srv.Config, cfg, s, log) }()
-	waitFor(t, "term 1 writes", func() bool { _, _, p := sink.snapshot(); return p[1] >= 5 })
+	srv, sink, log, stop, done := leadingManager(t)
 	leases := kubernetes.NewForConfigOrDie(srv.Config).CoordinationV1().Leases("default")
 	if err := leases.Delete(context.Background(), leader.LeaseName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -236,4 +214,24 @@ func TestTermManagerLeaseDeletedUnderIt(t *testing.T) {
 	if kinds[eventlog.KindBridgeDrained] != 1 || kinds[eventlog.KindAcquired] != 2 {
 		t.Errorf("want two terms in one process, term 1 drained: %v", kinds)
 	}
+}
+
+// leadingManager runs one --lock=term replica, "a", on a fresh apiserver
+// and returns once it writes term 1; stop ends it, done gives its result.
+func leadingManager(t *testing.T) (*kubetest.Server, *floorSink, *syncBuffer, context.CancelFunc, chan error) {
+	t.Helper()
+	srv := kubetest.Start(t, kubetest.Options{})
+	sink := &floorSink{puts: map[uint64]int{}}
+	hs := httptest.NewServer(sink)
+	t.Cleanup(hs.Close)
+	cfg := Config{Namespace: "default", LeaseName: leader.LeaseName, SinkURL: hs.URL, Pod: "a", LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond, DrainTimeout: 2 * time.Second, WriteInterval: 20 * time.Millisecond, Rows: 4}
+	s, _ := NewSink(hs.URL, "")
+	log := &syncBuffer{}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	done := make(chan error, 1)
+	go func() { done <- runTerm(ctx, srv.Config, cfg, s, log) }()
+	waitFor(t, "term 1 writes", func() bool { _, _, p := sink.snapshot(); return p[1] >= 5 })
+	return srv, sink, log, stop, done
 }
