@@ -233,7 +233,7 @@ func (d *deployment) podProblems(deployment string) string {
 	// account) show only on the ReplicaSet.
 	if rss, err := d.t.opt.Kube.AppsV1().ReplicaSets(d.ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, rs := range rss.Items {
-			if !isOwnedBy(rs.OwnerReferences, deployment) {
+			if ref := metav1.GetControllerOf(&rs); ref == nil || ref.Kind != "Deployment" || ref.Name != deployment {
 				continue
 			}
 			for _, c := range rs.Status.Conditions {
@@ -247,16 +247,6 @@ func (d *deployment) podProblems(deployment string) string {
 		return "no pod problems seen for " + deployment
 	}
 	return strings.Join(out, "; ")
-}
-
-// isOwnedBy: refs name the Deployment deployment.
-func isOwnedBy(refs []metav1.OwnerReference, deployment string) bool {
-	for _, r := range refs {
-		if r.Kind == "Deployment" && r.Name == deployment {
-			return true
-		}
-	}
-	return false
 }
 
 // Pods are the running reconciler pods that are not being deleted.
