@@ -59,11 +59,12 @@ chaos-mesh:
 chaos-mesh-up:
 	bash scripts/chaos-mesh/install.sh up
 
-chaos-mesh-down:
+chaos-mesh-down: images
 	bash scripts/chaos-mesh/install.sh down
 
 ## chaos-mesh-test: the chaos cluster tests with Chaos Mesh as the executor (up, test, always down).
-chaos-mesh-test:
+## It needs our probe image for its pods and our agent's to bring the agent back: images first.
+chaos-mesh-test: kind-up images
 	bash scripts/chaos-mesh/install.sh up
 	rc=0; FENCECHECK_CHAOS_MESH=1 $(GO) test -count=1 -tags cluster -run '^TestChaosMesh' -timeout 15m -v ./chaos/ || rc=$$?; \
 	bash scripts/chaos-mesh/install.sh down || rc=1; exit $$rc

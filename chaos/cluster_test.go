@@ -212,7 +212,7 @@ func (e *env) deployProbes(t *testing.T, ctx context.Context) {
 			if err != nil {
 				return false, err.Error()
 			}
-			return got.Status.Phase == corev1.PodRunning && got.Status.PodIP != "", string(got.Status.Phase)
+			return got.Status.Phase == corev1.PodRunning && got.Status.PodIP != "", podState(got)
 		})
 	}
 	// Both counters must move before any cut: otherwise "fails during the cut" proves nothing.
@@ -223,6 +223,18 @@ func (e *env) deployProbes(t *testing.T, ctx context.Context) {
 			return s.APIServerOK > s0.APIServerOK+2 && s.URLOK > s0.URLOK+2, fmt.Sprintf("%+v", s)
 		})
 	}
+}
+
+// podState is the phase with each waiting container's reason, so a pod
+// that cannot start (ErrImageNeverPull: images not loaded) says so.
+func podState(p *corev1.Pod) string {
+	st := string(p.Status.Phase)
+	for _, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			st += fmt.Sprintf(", %s: %s %s", c.Name, w.Reason, w.Message)
+		}
+	}
+	return st
 }
 
 type probeStats struct {

@@ -66,6 +66,12 @@ agent_off() {
 }
 
 agent_on() {
+	# Say it now rather than after a 180 s rollout of pods that cannot start.
+	local node
+	for node in $(node_containers | cut -d' ' -f1); do
+		docker exec "$node" crictl inspecti docker.io/fencecheck/chaos-agent:dev >/dev/null 2>&1 ||
+			die "image fencecheck/chaos-agent:dev is not on node $node: run 'make images' (it builds and loads it), then 'make chaos-mesh-down' again"
+	done
 	k -n "$AGENT_NS" get ds/chaos-agent -o jsonpath='{.spec.template.spec.nodeSelector}' 2>/dev/null | grep -q "$OFF_KEY" &&
 		k -n "$AGENT_NS" patch ds/chaos-agent --type json -p "[{\"op\":\"remove\",\"path\":\"/spec/template/spec/nodeSelector/${OFF_KEY/\//~1}\"}]" >&2
 	local f
