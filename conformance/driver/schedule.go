@@ -35,7 +35,12 @@ func RunAll(parallel int, defs []scenario.Def, run func(scenario.Def)) {
 			}
 		}()
 	}
-	// Handed out in the order given, so a serial run keeps its order.
+	// Handed out in the order given, so a serial run keeps its order; in
+	// parallel the seeded schedules go first (longest-processing-time
+	// first): started last, the longest would run on alone at the end.
+	if parallel > 1 {
+		shared = multistepFirst(shared)
+	}
 	for _, d := range shared {
 		next <- d
 	}
@@ -44,4 +49,18 @@ func RunAll(parallel int, defs []scenario.Def, run func(scenario.Def)) {
 	for _, d := range alone {
 		run(d)
 	}
+}
+
+// multistepFirst is defs with the multi-step scenarios first, each group
+// in the order given.
+func multistepFirst(defs []scenario.Def) []scenario.Def {
+	out := make([]scenario.Def, 0, len(defs))
+	for _, long := range []bool{true, false} {
+		for _, d := range defs {
+			if d.Multistep() == long {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -54,5 +55,28 @@ func TestRunAllBoundsAndIsolates(t *testing.T) {
 		if order[len(order)-1] != "whole" {
 			t.Errorf("parallel %d: the exclusive scenario must run last, order %v", parallel, order)
 		}
+	}
+}
+
+// In parallel the seeded schedules are handed out first, so the longest
+// is not left running alone at the end; each group keeps its order.
+func TestMultistepFirst(t *testing.T) {
+	defs := []scenario.Def{{Name: "a"}, {Name: "b"}, {Name: "rep", Chaos: scenario.Repeated}, {Name: "c"}, {Name: "mix", Chaos: scenario.MixedFaults}}
+	var got []string
+	for _, d := range multistepFirst(defs) {
+		got = append(got, d.Name)
+	}
+	if want := "[rep mix a b c]"; fmt.Sprint(got) != want {
+		t.Errorf("hand-out order %v, want %s", got, want)
+	}
+}
+
+// One at a time, RunAll keeps the given order.
+func TestRunAllSerialKeepsOrder(t *testing.T) {
+	defs := []scenario.Def{{Name: "a"}, {Name: "rep", Chaos: scenario.Repeated}, {Name: "b"}}
+	var got []string
+	RunAll(1, defs, func(d scenario.Def) { got = append(got, d.Name) })
+	if want := "[a rep b]"; fmt.Sprint(got) != want {
+		t.Errorf("serial order %v, want %s", got, want)
 	}
 }

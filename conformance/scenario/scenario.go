@@ -48,6 +48,16 @@ type Def struct {
 	Expect  map[string]history.Expectation
 }
 
+// Multistep reports a scenario that runs a seeded schedule of several
+// faults: a minute or more of waits, against 10-25 s for one fault.
+func (d Def) Multistep() bool {
+	switch d.Chaos {
+	case Repeated, MixedFaults, MixedEveryKind:
+		return true
+	}
+	return false
+}
+
 // Timing is the lease and bridge timing every scenario runs with.
 type Timing struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
