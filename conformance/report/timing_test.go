@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 )
@@ -53,6 +55,12 @@ func TestRunTiming(t *testing.T) {
 		if !strings.Contains(tab, want) {
 			t.Errorf("no %q in\n%s", want, tab)
 		}
+	}
+	// A control whose failover must be slow stays out of the distribution.
+	slow := synth.Scenario("slow", synth.Defect{})
+	slow.Expect = map[string]history.Expectation{check.FailoverLiveness: history.MustFail}
+	if rt := MeasureRun(synth.Run("c", a, slow)); len(rt.Failovers) != 1 || rt.ControlFailovers != 1 {
+		t.Errorf("with a slow-failover control: %d failovers, %d left out; want 1 and 1", len(rt.Failovers), rt.ControlFailovers)
 	}
 	if RunTiming.Percentile(RunTiming{}, 50) != 0 {
 		t.Error("no failovers: percentile 0")
