@@ -6,7 +6,7 @@
 # its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
 #
 # Steps: kind CLI, k8s-bins.sh (kube binaries + etcd), components from the Go
-# module proxy (containerd v2.3.4, crictl v1.34.0, CoreDNS v1.12.1,
+# module proxy (containerd v2.3.4, crictl v1.34.0, CoreDNS v1.12.1 with kubeadm's plugins only,
 # local-path-provisioner v0.0.30) and ours (pause, kindnetd stand-in,
 # imgbuild), two debootstrap root filesystems (node base, tools for
 # kube-proxy/kindnetd/helper), component images, a server tarball, then
@@ -66,8 +66,9 @@ build_components() {
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
 	step "crictl $CRICTL_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-crictl.log" \
 		"${gi[@]}" -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
-	step "CoreDNS $COREDNS_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-coredns.log" \
-		"${gi[@]}" -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+	# Only the plugins of kubeadm's Corefile (modules/coredns/main.go).
+	step "CoreDNS $COREDNS_VERSION (kubeadm's plugins)" run_logged "$FENCECHECK_CACHE/logs/build-coredns.log" \
+		bash -c "cd '$NI/modules/coredns' && CGO_ENABLED=0 go build -trimpath -mod=mod -ldflags '-s -w' -o '$tmp/coredns' ."
 	step "local-path-provisioner $LPP_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-lpp.log" \
 		"${gi[@]}" -ldflags "-s -w" "github.com/rancher/local-path-provisioner@$LPP_VERSION"
 	step "pause, kindnetd stand-in" bash -c "cd '$NI' && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$tmp/' ./cmd/pause ./cmd/kindnetd"
@@ -201,8 +202,8 @@ main() {
 	# versions, and the text of the shell functions that build it), so a change
 	# rebuilds only what it affects.
 	local bins_hash comp_hash nodefs_hash tools_hash base_hash hash
-	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules")
-	comp_hash=$(hash_str "$CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION $LPP_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
+	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/kubernetes" "$NI/modules/etcd")
+	comp_hash=$(hash_str "$CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION $LPP_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$NI/modules/coredns" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
