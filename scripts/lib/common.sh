@@ -44,8 +44,10 @@ run_logged() {
 		for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
 		kill -0 "$pid" 2>/dev/null && log "    ... still running ($(( $(date +%s) - s ))s): $(tail -n1 "$logfile" 2>/dev/null | cut -c1-120)"
 	done
-	if wait "$pid"; then return 0; fi
-	local rc=$?
+	# Not `if wait; then ...; fi; rc=$?`: after an if without else, $? is 0.
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" != 0 ] || return 0
 	log "command failed (exit $rc): $*"
 	log "last lines of $logfile:"
 	tail -n 25 "$logfile" >&2
