@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# k8s-bins.sh: build (or reuse from cache) the Kubernetes v1.34.4 binaries and
-# etcd v3.6.5 from the Go module proxy, and print on stdout the absolute path
-# of the directory that holds them (kubeadm kubelet kubectl kube-apiserver
-# kube-controller-manager kube-scheduler kube-proxy etcd etcdctl).
+# k8s-bins.sh: build (or reuse from cache) the node's Go binaries from one
+# module (scripts/nodeimage/modules/node) and print on stdout the absolute path
+# of the directory that holds them: Kubernetes v1.34.4 (kubeadm kubelet
+# kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy),
+# etcd and etcdctl v3.6.5, CoreDNS v1.12.4 (kubeadm's plugins), crictl v1.34.0,
+# local-path-provisioner v0.0.33. One module, one build list, one `go build`:
+# client-go and friends compile once for all of them, not once per component.
 # Progress goes to stderr. Outputs live under $FENCECHECK_CACHE/k8s-bins/<hash>,
 # keyed by a hash of every input (module files, this script, Go version).
 set -euo pipefail
@@ -10,7 +13,7 @@ source "$(dirname "$0")/lib/common.sh"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -19,8 +22,17 @@ esac
 K8S_VERSION=v1.34.4
 MODS="$FENCECHECK_ROOT/scripts/nodeimage/modules"
 KUBE_CMDS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+# Other commands of the module: import path and the binary's name.
+OTHER_CMDS=(
+	"go.etcd.io/etcd/server/v3 etcd"
+	"go.etcd.io/etcd/etcdctl/v3 etcdctl"
+	"./coredns coredns"
+	"sigs.k8s.io/cri-tools/cmd/crictl crictl"
+	"github.com/rancher/local-path-provisioner local-path-provisioner"
+)
+BINS=("${KUBE_CMDS[@]}" etcd etcdctl coredns crictl local-path-provisioner)
 
-hash=$(hash_inputs "$0" "$MODS/kubernetes/go.mod" "$MODS/kubernetes/go.sum" "$MODS/etcd/go.mod" "$MODS/etcd/go.sum")
+hash=$(hash_inputs "$0" "$MODS/node")
 out="$FENCECHECK_CACHE/k8s-bins/$K8S_VERSION-$hash"
 
 if [ -f "$out/.complete" ]; then
@@ -29,7 +41,9 @@ if [ -f "$out/.complete" ]; then
 	exit 0
 fi
 
-build_kube() {
+# build_node: every command in one `go build`, so the go command schedules
+# all packages of all binaries on every core and compiles each one once.
+build_node() {
 	local pkg="k8s.io/component-base/version" cgo="k8s.io/client-go/pkg/version" ld="" p
 	local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 	for p in "$pkg" "$cgo"; do
@@ -37,26 +51,32 @@ build_kube() {
 		ld+=" -X $p.gitTreeState=clean -X $p.gitCommit=fencecheck-offline-$hash"
 		ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
 	done
-	local pkgs=() c
+	local pkgs=() c d="$tmp/out"
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-	(cd "$MODS/kubernetes" && CGO_ENABLED=0 go build -v -trimpath -mod=mod -tags selinux,notest,grpcnotrace \
-		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}")
-}
-
-build_etcd() {
-	(cd "$MODS/etcd" && CGO_ENABLED=0 go build -v -trimpath -mod=mod -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &&
-		CGO_ENABLED=0 go build -trimpath -mod=mod -ldflags "-s -w" -o "$tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3)
+	for c in "${OTHER_CMDS[@]}"; do pkgs+=("${c%% *}"); done
+	mkdir -p "$d"
+	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod -tags selinux,notest,grpcnotrace \
+		-ldflags "-s -w $ld" -o "$d/" "${pkgs[@]}") || return
+	# go build names a binary after its package path (…/server/v3 -> server).
+	for c in "${KUBE_CMDS[@]}"; do mv "$d/$c" "$tmp/$c"; done
+	local pair path name
+	for pair in "${OTHER_CMDS[@]}"; do
+		path=${pair%% *} name=${pair##* }
+		path=${path%/v[0-9]*}
+		mv "$d/${path##*/}" "$tmp/$name"
+	done
+	rmdir "$d"
 }
 
 build_all() {
 	tmp="$out.tmp.$$"
 	rm -rf "$tmp"; mkdir -p "$tmp"
-	log "k8s-bins: building Kubernetes $K8S_VERSION (${KUBE_CMDS[*]}) and etcd v3.6.5 into $out"
-	log "k8s-bins: a cold build takes 5-13 min on 2 cores; logs in $FENCECHECK_CACHE/logs/"
-	step "go build kubernetes $K8S_VERSION (7 commands)" run_logged "$FENCECHECK_CACHE/logs/k8s-bins-kube.log" build_kube
-	step "go build etcd v3.6.5 + etcdctl" run_logged "$FENCECHECK_CACHE/logs/k8s-bins-etcd.log" build_etcd
+	log "k8s-bins: building ${BINS[*]} (module scripts/nodeimage/modules/node) into $out"
+	log "k8s-bins: a cold build takes 10-15 min on 2 cores; log in $FENCECHECK_CACHE/logs/k8s-bins.log"
+	step "go build ${#BINS[@]} commands (Kubernetes $K8S_VERSION, etcd, CoreDNS, crictl, local-path)" \
+		run_logged "$FENCECHECK_CACHE/logs/k8s-bins.log" build_node
 	local b
-	for b in "${KUBE_CMDS[@]}" etcd etcdctl; do
+	for b in "${BINS[@]}"; do
 		[ -x "$tmp/$b" ] || die "k8s-bins: $b missing after build"
 	done
 	"$tmp/kube-apiserver" --version | grep -q "$K8S_VERSION" || die "k8s-bins: kube-apiserver reports a wrong version: $("$tmp/kube-apiserver" --version)"

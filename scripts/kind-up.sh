@@ -149,8 +149,10 @@ main() {
 	step "docker" ensure_docker
 	raise_inotify_limits
 	mkdir -p /lib/modules
-	ensure_kind_cli
+	# The kind CLI is built where it is first needed: on a fresh machine
+	# that is inside the node image build, beside the big Go build.
 	local nodes; nodes=$(node_containers)
+	[ -z "$nodes" ] || ensure_kind_cli
 	if [ -z "$nodes" ] || ! reuse_existing "$nodes"; then
 		local image=${KIND_NODE_IMAGE:-}
 		if [ -n "$image" ]; then
@@ -158,6 +160,7 @@ main() {
 		else
 			image=$(step "node image" bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
 		fi
+		ensure_kind_cli
 		create_cluster "$image"
 	fi
 	write_kubeconfig

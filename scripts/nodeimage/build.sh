@@ -5,29 +5,28 @@
 # existing image rebuilds nothing. Progress on stderr, one line per step with
 # its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
 #
-# Steps: kind CLI, k8s-bins.sh (kube binaries + etcd), components from the Go
-# module proxy (containerd v2.3.4, crictl v1.34.0, CoreDNS v1.12.1 with kubeadm's plugins only,
-# local-path-provisioner v0.0.30) and ours (pause, kindnetd stand-in,
-# imgbuild), two debootstrap root filesystems (node base, tools for
-# kube-proxy/kindnetd/helper), component images, a server tarball, then
+# Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
+# etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner);
+# containerd v2.3.4 from the Go module proxy (its own build list: it needs
+# Kubernetes 0.36 libraries), ours (pause, kindnetd stand-in, imgbuild) and the
+# kind CLI; two debootstrap root filesystems (node base, tools for
+# kube-proxy/kindnetd/helper). Then component images, a server tarball and
 # `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
+source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac
 
 K8S_VERSION=v1.34.4
-KIND_VERSION=v0.33.0
 CONTAINERD_VERSION=v2.3.4
-CRICTL_VERSION=v1.34.0
-COREDNS_VERSION=v1.12.1
-LPP_VERSION=v0.0.30
+COREDNS_VERSION=v1.12.1 # the image tag kubeadm 1.34 expects; the binary is v1.12.4 (k8s-bins.sh)
 ETCD_TAG=3.6.5-0
 PAUSE_TAG=3.10.1
 DEBIAN_SUITE=bookworm
@@ -43,17 +42,11 @@ mkdir -p "$WORK" "$FENCECHECK_CACHE/bin" "$FENCECHECK_CACHE/logs"
 # Images kind's node image expects (from kind's own manifests).
 kind_const() { sed -n "s/^const $1 = \"\(.*\)\"$/\1/p" "$KIND_MOD/pkg/build/nodeimage/$2"; }
 
-ensure_kind() {
-	if [ -x "$FENCECHECK_CACHE/bin/kind" ] && "$FENCECHECK_CACHE/bin/kind" version 2>/dev/null | grep -q "$KIND_VERSION"; then return 0; fi
-	step "go install sigs.k8s.io/kind@$KIND_VERSION" run_logged "$FENCECHECK_CACHE/logs/kind-install.log" \
-		env GOBIN="$FENCECHECK_CACHE/bin" CGO_ENABLED=0 go install "sigs.k8s.io/kind@$KIND_VERSION"
-}
-
 ensure_kind_module() {
 	[ -d "$KIND_MOD" ] || (cd "$FENCECHECK_ROOT" && go mod download "sigs.k8s.io/kind@$KIND_VERSION") || die "cannot download sigs.k8s.io/kind@$KIND_VERSION"
 }
 
-# components DIR: Go-built binaries the node and its images need.
+# components DIR: the Go-built binaries that are not k8s-bins.sh's.
 build_components() {
 	local dir=$1 tmp="$1.tmp"
 	rm -rf "$tmp"; mkdir -p "$tmp"
@@ -64,17 +57,10 @@ build_components() {
 		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
 		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
-	step "crictl $CRICTL_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-crictl.log" \
-		"${gi[@]}" -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
-	# Only the plugins of kubeadm's Corefile (modules/coredns/main.go).
-	step "CoreDNS $COREDNS_VERSION (kubeadm's plugins)" run_logged "$FENCECHECK_CACHE/logs/build-coredns.log" \
-		bash -c "cd '$NI/modules/coredns' && CGO_ENABLED=0 go build -trimpath -mod=mod -ldflags '-s -w' -o '$tmp/coredns' ."
-	step "local-path-provisioner $LPP_VERSION" run_logged "$FENCECHECK_CACHE/logs/build-lpp.log" \
-		"${gi[@]}" -ldflags "-s -w" "github.com/rancher/local-path-provisioner@$LPP_VERSION"
 	step "pause, kindnetd stand-in" bash -c "cd '$NI' && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$tmp/' ./cmd/pause ./cmd/kindnetd"
 	step "imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$tmp/imgbuild' ./cmd/imgbuild"
 	local b
-	for b in containerd ctr containerd-shim-runc-v2 crictl coredns local-path-provisioner pause kindnetd imgbuild; do
+	for b in containerd ctr containerd-shim-runc-v2 pause kindnetd imgbuild; do
 		[ -x "$tmp/$b" ] || die "component $b missing after build"
 	done
 	rm -rf "$dir"; mv "$tmp" "$dir"
@@ -125,9 +111,9 @@ customize_tools() { :; }
 # base root filesystem. restrict_oom_score_adj: the nested runc cannot lower
 # oom_score_adj on hosts without CAP_SYS_RESOURCE (harmless elsewhere).
 node_layer_tar() {
-	local comp=$1 out=$2 s="$WORK/node-layer.tmp"
+	local comp=$1 bins=$2 out=$3 s="$WORK/node-layer.tmp"
 	rm -rf "$s"; mkdir -p "$s/usr/local/bin" "$s/etc/containerd"
-	cp "$comp"/{containerd,ctr,containerd-shim-runc-v2,crictl} "$s/usr/local/bin/"
+	cp "$comp"/{containerd,ctr,containerd-shim-runc-v2} "$bins/crictl" "$s/usr/local/bin/"
 	"$comp/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
 		jq 'del(.process.rlimits)' >"$s/etc/containerd/cri-base.json"
 	sed -e 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' \
@@ -150,10 +136,10 @@ component_images() {
 	done
 	"$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --rootfs-tar "$tools" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
 	"$ib" image --tag "registry.k8s.io/etcd:$ETCD_TAG" --out "$t/etcd.tar" --add "$bins/etcd:/usr/local/bin/etcd" --add "$bins/etcdctl:/usr/local/bin/etcdctl" --entrypoint /usr/local/bin/etcd
-	"$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$comp/coredns:/coredns" --entrypoint /coredns
+	"$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$bins/coredns:/coredns" --entrypoint /coredns
 	"$ib" image --tag "registry.k8s.io/pause:$PAUSE_TAG" --out "$t/pause.tar" --add "$comp/pause:/pause" --entrypoint /pause
 	"$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --rootfs-tar "$tools" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
-	"$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$comp/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
+	"$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$bins/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
 	"$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --rootfs-tar "$tools" --cmd /bin/sh
 	"$ib" archive --out "$out/kube-proxy.tar" "$t"/{kube-proxy,etcd,coredns,pause,kindnetd,lpp,helper}.tar
 	rm -rf "$t"
@@ -170,8 +156,8 @@ server_tarball() {
 }
 
 build_base() {
-	local comp=$1 nodefs=$2 base=$3 layer="$WORK/node-layer.tar"
-	step "node layer (containerd, crictl, config)" node_layer_tar "$comp" "$layer"
+	local comp=$1 bins=$2 nodefs=$3 base=$4 layer="$WORK/node-layer.tar"
+	step "node layer (containerd, crictl, config)" node_layer_tar "$comp" "$bins" "$layer"
 	step "base image $base" "$comp/imgbuild" image --tag "$base" --out "$WORK/base.tar" \
 		--rootfs-tar "$nodefs" --rootfs-tar "$layer" \
 		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3'
@@ -190,7 +176,7 @@ build_node_image() {
 	step "server tarball" server_tarball "$bins" "$imgs" "$tarball"
 	rm -rf "$imgs"
 	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
-		"$FENCECHECK_CACHE/bin/kind" build node-image --type file "$tarball" --base-image "$base" --image "$image"
+		"$KIND" build node-image --type file "$tarball" --base-image "$base" --image "$image"
 	rm -f "$tarball"
 }
 
@@ -202,11 +188,11 @@ main() {
 	# versions, and the text of the shell functions that build it), so a change
 	# rebuilds only what it affects.
 	local bins_hash comp_hash nodefs_hash tools_hash base_hash hash
-	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/kubernetes" "$NI/modules/etcd")
-	comp_hash=$(hash_str "$CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION $LPP_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$NI/modules/coredns" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
+	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
+	comp_hash=$(hash_str "$CONTAINERD_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
-	base_hash=$(hash_str "$comp_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
+	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
 	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball build_node_image)")
 	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
 	ensure_docker
@@ -228,24 +214,22 @@ main() {
 		) &
 		rootfs_pid=$!
 	fi
-	ensure_kind
 	# The two Go lanes overlap too: each build has single-threaded phases
-	# (linking, module downloads) the other fills.
-	local comp_pid=""
-	if [ ! -d "$comp" ]; then
-		step "components from the Go module proxy" build_components "$comp" &
-		comp_pid=$!
-	fi
-	local bins; bins=$(step "Kubernetes binaries + etcd (scripts/k8s-bins.sh)" bash "$FENCECHECK_ROOT/scripts/k8s-bins.sh")
-	if [ -n "$comp_pid" ]; then
-		wait "$comp_pid" || die "building the components failed (see above)"
-	fi
+	# (linking, module downloads) the other fills. The kind CLI is needed
+	# only for the last step, so it builds in the smaller lane.
+	(
+		[ -d "$comp" ] || step "containerd, pause, kindnetd stand-in, imgbuild" build_components "$comp"
+		ensure_kind_cli
+	) &
+	local comp_pid=$!
+	local bins; bins=$(step "node binaries (scripts/k8s-bins.sh)" bash "$FENCECHECK_ROOT/scripts/k8s-bins.sh")
+	wait "$comp_pid" || die "building the components or the kind CLI failed (see above)"
 	if [ -n "$rootfs_pid" ]; then
 		log "waiting for the root filesystems"
 		wait "$rootfs_pid" || die "building a root filesystem failed (see above)"
 	fi
 
-	docker image inspect "$base" >/dev/null 2>&1 || build_base "$comp" "$nodefs" "$base"
+	docker image inspect "$base" >/dev/null 2>&1 || build_base "$comp" "$bins" "$nodefs" "$base"
 	step "node image from server tarball" build_node_image "$comp" "$tools" "$bins" "$base" "$image"
 	log "node image $image built in $(( $(date +%s) - t0 ))s"
 	echo "$image"

@@ -1,4 +1,4 @@
-// Command coredns is CoreDNS v1.12.1 with only the plugins of the Corefile
+// Command coredns is CoreDNS v1.12.4 with only the plugins of the Corefile
 // kubeadm 1.34 writes (cmd/kubeadm/app/phases/addons/dns/manifests.go):
 // the stock build links every plugin, the cloud ones (route53, azure,
 // clouddns) with their SDKs, 1278 packages to compile on a cold start for

@@ -1,10 +1,13 @@
 //go:build tools
 
-// Package tools pins the Kubernetes commands this module builds, so that
-// `go mod tidy` keeps them in go.mod/go.sum.
+// Package tools pins every command this module builds, so that `go mod tidy`
+// keeps them in go.mod/go.sum. The coredns command is ./coredns.
 package tools
 
 import (
+	_ "github.com/rancher/local-path-provisioner"
+	_ "go.etcd.io/etcd/etcdctl/v3"
+	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
@@ -12,4 +15,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubeadm"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "sigs.k8s.io/cri-tools/cmd/crictl"
 )
