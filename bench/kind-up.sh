@@ -3,9 +3,12 @@
 # cluster` with the same node image and config, in the same run, on a
 # separate cluster (fencecheck-bench) so the project's cluster is untouched.
 #
-#   --cold     also time a cold node-image build: empty Go build cache and
-#              empty $FENCECHECK_CACHE (temporary), a salted image tag so
-#              nothing cached is reused (long: 15-25 min on 2 cores)
+#   --cold     also time a cold kind-up.sh from nothing: empty Go build and
+#              module caches, empty $FENCECHECK_CACHE (temporary), a salted
+#              image tag so nothing cached is reused (long: 15-35 min)
+#   --keep     with --cold: move the cold build's outputs (node binaries,
+#              components, root filesystems: the same bytes a warm build
+#              would make) into $FENCECHECK_CACHE, so the next build reuses them
 #   --rounds N warm kind-up / bare create pairs (default 1)
 #
 # Prints one line per measurement and the ratio warm kind-up / bare create.
@@ -13,12 +16,13 @@ set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
-COLD=0 ROUNDS=1
+COLD=0 KEEP=0 ROUNDS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cold) COLD=1 ;;
+	--keep) KEEP=1 ;;
 	--rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
-	-h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift
@@ -28,14 +32,31 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 
 if [ "$COLD" = 1 ]; then
+	# From nothing: empty FENCECHECK_CACHE, Go build cache and module cache
+	# (modules come from the proxy again), a salted node-image tag; the whole
+	# kind-up.sh on the bench cluster, so the figure is what a fresh machine
+	# waits for. The node image build's per-step lines go to the log.
 	cold_cache=$(mktemp -d /tmp/fc-bench-cold.XXXX)
-	log "cold node-image build: FENCECHECK_CACHE=$cold_cache, empty GOCACHE, salted tag"
+	log "cold kind-up: FENCECHECK_CACHE=$cold_cache, empty GOCACHE and GOMODCACHE, salted tag; log /tmp/fc-bench-cold.log"
 	salt="bench-$(date +%s)"
 	t=$(now)
-	img=$(FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" FENCECHECK_NODEIMAGE_SALT="$salt" \
-		bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
-	echo "RESULT cold_node_image_build_s $(secs "$t" "$(now)") ($img)"
-	docker rmi "$img" $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -- "-$salt\$") >/dev/null 2>&1 || true
+	FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" GOMODCACHE="$cold_cache/gomod" GOFLAGS="-modcacherw ${GOFLAGS:-}" \
+		FENCECHECK_NODEIMAGE_SALT="$salt" KIND_CLUSTER_NAME=fencecheck-bench KUBECONFIG="$cold_cache/kubeconfig" \
+		bash "$FENCECHECK_ROOT/scripts/kind-up.sh" 2> >(tee /tmp/fc-bench-cold.log >&2) >/dev/null ||
+		die "cold kind-up failed: see /tmp/fc-bench-cold.log"
+	echo "RESULT cold_kind_up_s $(secs "$t" "$(now)")"
+	grep -E '<== .* done in|built in' /tmp/fc-bench-cold.log | sed 's/^.*<== /STEP /' || true
+	"$cold_cache/bin/kind" delete cluster --name fencecheck-bench >/dev/null 2>&1 || true
+	# The salt is in the node image's hash (not its tag) and in the base's tag.
+	cold_image=$(sed -n 's/.*node image \(\S*\) built in .*/\1/p' /tmp/fc-bench-cold.log)
+	docker rmi $cold_image $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -- "$salt") >/dev/null 2>&1 || true
+	if [ "$KEEP" = 1 ]; then
+		mkdir -p "$FENCECHECK_CACHE/k8s-bins" "$FENCECHECK_CACHE/nodeimage"
+		for d in "$cold_cache"/k8s-bins/*/ "$cold_cache"/nodeimage/*; do
+			d=${d%/} kind=${d%/*}; kind=${kind##*/}
+			[ -e "$FENCECHECK_CACHE/$kind/${d##*/}" ] || { mv "$d" "$FENCECHECK_CACHE/$kind/" && log "kept $kind/${d##*/}"; }
+		done
+	fi
 	rm -rf "$cold_cache"
 fi
 
