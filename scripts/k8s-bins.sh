@@ -72,7 +72,7 @@ build_all() {
 	tmp="$out.tmp.$$"
 	rm -rf "$tmp"; mkdir -p "$tmp"
 	log "k8s-bins: building ${BINS[*]} (module scripts/nodeimage/modules/node) into $out"
-	log "k8s-bins: a cold build takes 10-15 min on 2 cores; log in $FENCECHECK_CACHE/logs/k8s-bins.log"
+	log "k8s-bins: a cold build takes about 23 min on 2 cores; log in $FENCECHECK_CACHE/logs/k8s-bins.log"
 	step "go build ${#BINS[@]} commands (Kubernetes $K8S_VERSION, etcd, CoreDNS, crictl, local-path)" \
 		run_logged "$FENCECHECK_CACHE/logs/k8s-bins.log" build_node
 	local b
