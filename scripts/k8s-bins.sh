@@ -22,14 +22,9 @@ esac
 K8S_VERSION=v1.34.4
 MODS="$FENCECHECK_ROOT/scripts/nodeimage/modules"
 KUBE_CMDS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
-# Other commands of the module: import path and the binary's name.
-OTHER_CMDS=(
-	"go.etcd.io/etcd/server/v3 etcd"
-	"go.etcd.io/etcd/etcdctl/v3 etcdctl"
-	"./coredns coredns"
-	"sigs.k8s.io/cri-tools/cmd/crictl crictl"
-	"github.com/rancher/local-path-provisioner local-path-provisioner"
-)
+# The module's other commands; go build names each binary after its package
+# path, dropping a /vN suffix, so only etcd's (…/server/v3: server) is renamed.
+OTHER_PKGS=(go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3 ./coredns sigs.k8s.io/cri-tools/cmd/crictl github.com/rancher/local-path-provisioner)
 BINS=("${KUBE_CMDS[@]}" etcd etcdctl coredns crictl local-path-provisioner)
 
 hash=$(hash_inputs "$0" "$MODS/node")
@@ -51,21 +46,11 @@ build_node() {
 		ld+=" -X $p.gitTreeState=clean -X $p.gitCommit=fencecheck-offline-$hash"
 		ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
 	done
-	local pkgs=() c d="$tmp/out"
+	local pkgs=() c
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-	for c in "${OTHER_CMDS[@]}"; do pkgs+=("${c%% *}"); done
-	mkdir -p "$d"
 	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod -tags selinux,notest,grpcnotrace \
-		-ldflags "-s -w $ld" -o "$d/" "${pkgs[@]}") || return
-	# go build names a binary after its package path (…/server/v3 -> server).
-	for c in "${KUBE_CMDS[@]}"; do mv "$d/$c" "$tmp/$c"; done
-	local pair path name
-	for pair in "${OTHER_CMDS[@]}"; do
-		path=${pair%% *} name=${pair##* }
-		path=${path%/v[0-9]*}
-		mv "$d/${path##*/}" "$tmp/$name"
-	done
-	rmdir "$d"
+		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}" "${OTHER_PKGS[@]}") &&
+		mv "$tmp/server" "$tmp/etcd"
 }
 
 build_all() {
