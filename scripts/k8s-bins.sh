@@ -4,7 +4,8 @@
 # of the directory that holds them: Kubernetes v1.34.4 (kubeadm kubelet
 # kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy),
 # etcd and etcdctl v3.6.5, CoreDNS v1.12.4 (kubeadm's plugins), crictl v1.34.0,
-# local-path-provisioner v0.0.33. One module, one build list, one `go build`:
+# local-path-provisioner v0.0.33, containerd v2.2.1 (containerd, ctr, the runc
+# shim). One module, one build list, one `go build`:
 # client-go and friends compile once for all of them, not once per component.
 # Progress goes to stderr. Outputs live under $FENCECHECK_CACHE/k8s-bins/<hash>,
 # keyed by a hash of every input (module files, this script, Go version).
@@ -13,7 +14,7 @@ source "$(dirname "$0")/lib/common.sh"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -21,11 +22,16 @@ esac
 
 K8S_VERSION=v1.34.4
 MODS="$FENCECHECK_ROOT/scripts/nodeimage/modules"
+CTRD=github.com/containerd/containerd/v2
+# The version stamped into containerd is the one the module requires.
+CONTAINERD_VERSION=$(sed -n "s#^\t$CTRD \(v[^ ]*\)\$#\1#p" "$MODS/node/go.mod")
+[ -n "$CONTAINERD_VERSION" ] || die "k8s-bins: no $CTRD requirement in $MODS/node/go.mod"
 KUBE_CMDS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 # The module's other commands; go build names each binary after its package
 # path, dropping a /vN suffix, so only etcd's (…/server/v3: server) is renamed.
-OTHER_PKGS=(go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3 ./coredns sigs.k8s.io/cri-tools/cmd/crictl github.com/rancher/local-path-provisioner)
-BINS=("${KUBE_CMDS[@]}" etcd etcdctl coredns crictl local-path-provisioner)
+OTHER_PKGS=(go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3 ./coredns sigs.k8s.io/cri-tools/cmd/crictl github.com/rancher/local-path-provisioner
+	"$CTRD/cmd/containerd" "$CTRD/cmd/ctr" "$CTRD/cmd/containerd-shim-runc-v2")
+BINS=("${KUBE_CMDS[@]}" etcd etcdctl coredns crictl local-path-provisioner containerd ctr containerd-shim-runc-v2)
 
 hash=$(hash_inputs "$0" "$MODS/node")
 out="$FENCECHECK_CACHE/k8s-bins/$K8S_VERSION-$hash"
@@ -46,9 +52,13 @@ build_node() {
 		ld+=" -X $p.gitTreeState=clean -X $p.gitCommit=fencecheck-offline-$hash"
 		ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
 	done
+	ld+=" -X $CTRD/version.Version=$CONTAINERD_VERSION"
 	local pkgs=() c
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod -tags selinux,notest,grpcnotrace \
+	# Tags: Kubernetes' own (selinux, notest, grpcnotrace), then containerd's
+	# (no snapshotters the node has no use for).
+	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod \
+		-tags selinux,notest,grpcnotrace,no_aufs,no_zfs,no_btrfs,no_devmapper \
 		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}" "${OTHER_PKGS[@]}") &&
 		mv "$tmp/server" "$tmp/etcd"
 }
@@ -57,14 +67,15 @@ build_all() {
 	tmp="$out.tmp.$$"
 	rm -rf "$tmp"; mkdir -p "$tmp"
 	log "k8s-bins: building ${BINS[*]} (module scripts/nodeimage/modules/node) into $out"
-	log "k8s-bins: a cold build takes about 23 min on 2 cores; log in $FENCECHECK_CACHE/logs/k8s-bins.log"
-	step "go build ${#BINS[@]} commands (Kubernetes $K8S_VERSION, etcd, CoreDNS, crictl, local-path)" \
+	log "k8s-bins: a cold build takes about 20 min on 2 cores; log in $FENCECHECK_CACHE/logs/k8s-bins.log"
+	step "go build ${#BINS[@]} commands (Kubernetes $K8S_VERSION, etcd, CoreDNS, crictl, local-path, containerd $CONTAINERD_VERSION)" \
 		run_logged "$FENCECHECK_CACHE/logs/k8s-bins.log" build_node
 	local b
 	for b in "${BINS[@]}"; do
 		[ -x "$tmp/$b" ] || die "k8s-bins: $b missing after build"
 	done
 	"$tmp/kube-apiserver" --version | grep -q "$K8S_VERSION" || die "k8s-bins: kube-apiserver reports a wrong version: $("$tmp/kube-apiserver" --version)"
+	"$tmp/containerd" --version | grep -qw -- "$CONTAINERD_VERSION" || die "k8s-bins: containerd reports a wrong version: $("$tmp/containerd" --version)"
 	touch "$tmp/.complete"
 	rm -rf "$out"; mv "$tmp" "$out"
 	log "k8s-bins: done: $(ls "$out" | tr '\n' ' ')"

@@ -6,12 +6,10 @@
 # its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
 #
 # Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
-# etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner);
-# containerd v2.3.4 from the Go module proxy (its own build list: it needs
-# Kubernetes 0.36 libraries), ours (pause, kindnetd stand-in, imgbuild) and the
-# kind CLI; two debootstrap root filesystems (node base, tools for
-# kube-proxy/kindnetd/helper). Then component images, a server tarball and
-# `kind build node-image --type file`.
+# etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner,
+# containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; two
+# debootstrap root filesystems (node base, tools for kube-proxy/kindnetd/helper).
+# Then component images, a server tarball and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
@@ -25,7 +23,6 @@ case "${1:-}" in
 esac
 
 K8S_VERSION=v1.34.4
-CONTAINERD_VERSION=v2.3.4
 COREDNS_VERSION=v1.12.1 # the image tag kubeadm 1.34 expects; the binary is v1.12.4 (k8s-bins.sh)
 ETCD_TAG=3.6.5-0
 PAUSE_TAG=3.10.1
@@ -46,21 +43,14 @@ ensure_kind_module() {
 	[ -d "$KIND_MOD" ] || (cd "$FENCECHECK_ROOT" && go mod download "sigs.k8s.io/kind@$KIND_VERSION") || die "cannot download sigs.k8s.io/kind@$KIND_VERSION"
 }
 
-# components DIR: the Go-built binaries that are not k8s-bins.sh's.
+# components DIR: our own Go binaries (the node's others are k8s-bins.sh's).
 build_components() {
 	local dir=$1 tmp="$1.tmp"
 	rm -rf "$tmp"; mkdir -p "$tmp"
-	local gi=(env GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath)
-	step "containerd $CONTAINERD_VERSION (containerd, ctr, shim)" run_logged "$FENCECHECK_CACHE/logs/build-containerd.log" \
-		"${gi[@]}" -tags "no_aufs no_zfs no_btrfs no_devmapper" \
-		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" \
-		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
 	step "pause, kindnetd stand-in" bash -c "cd '$NI' && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$tmp/' ./cmd/pause ./cmd/kindnetd"
 	step "imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$tmp/imgbuild' ./cmd/imgbuild"
 	local b
-	for b in containerd ctr containerd-shim-runc-v2 pause kindnetd imgbuild; do
+	for b in pause kindnetd imgbuild; do
 		[ -x "$tmp/$b" ] || die "component $b missing after build"
 	done
 	rm -rf "$dir"; mv "$tmp" "$dir"
@@ -107,14 +97,14 @@ customize_node() {
 }
 customize_tools() { :; }
 
-# node_layer DIR: containerd, crictl and the containerd config on top of the
+# node_layer_tar BINS OUT.tar: containerd, crictl and the containerd config on top of the
 # base root filesystem. restrict_oom_score_adj: the nested runc cannot lower
 # oom_score_adj on hosts without CAP_SYS_RESOURCE (harmless elsewhere).
 node_layer_tar() {
-	local comp=$1 bins=$2 out=$3 s="$WORK/node-layer.tmp"
+	local bins=$1 out=$2 s="$WORK/node-layer.tmp"
 	rm -rf "$s"; mkdir -p "$s/usr/local/bin" "$s/etc/containerd"
-	cp "$comp"/{containerd,ctr,containerd-shim-runc-v2} "$bins/crictl" "$s/usr/local/bin/"
-	"$comp/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
+	cp "$bins"/{containerd,ctr,containerd-shim-runc-v2,crictl} "$s/usr/local/bin/"
+	"$bins/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
 		jq 'del(.process.rlimits)' >"$s/etc/containerd/cri-base.json"
 	sed -e 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' \
 		-e "s#sandbox_image = \"registry.k8s.io/pause:[^\"]*\"#sandbox_image = \"registry.k8s.io/pause:$PAUSE_TAG\"#" \
@@ -157,7 +147,7 @@ server_tarball() {
 
 build_base() {
 	local comp=$1 bins=$2 nodefs=$3 base=$4 layer="$WORK/node-layer.tar"
-	step "node layer (containerd, crictl, config)" node_layer_tar "$comp" "$bins" "$layer"
+	step "node layer (containerd, crictl, config)" node_layer_tar "$bins" "$layer"
 	step "base image $base" "$comp/imgbuild" image --tag "$base" --out "$WORK/base.tar" \
 		--rootfs-tar "$nodefs" --rootfs-tar "$layer" \
 		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3'
@@ -189,7 +179,7 @@ main() {
 	# rebuilds only what it affects.
 	local bins_hash comp_hash nodefs_hash tools_hash base_hash hash
 	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
-	comp_hash=$(hash_str "$CONTAINERD_VERSION" "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
+	comp_hash=$(hash_str "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
@@ -200,7 +190,7 @@ main() {
 		log "node image $image is cached (input hash $hash): nothing to build"
 		echo "$image"; return 0
 	fi
-	log "building node image $image (cached steps are skipped; a fully cold build takes about 25 min on 2 cores; logs in $FENCECHECK_CACHE/logs/)"
+	log "building node image $image (cached steps are skipped; a fully cold build takes about 22 min on 2 cores; logs in $FENCECHECK_CACHE/logs/)"
 	apt_install debootstrap jq
 	local t0; t0=$(date +%s)
 	local comp="$WORK/components-$comp_hash" tools="$WORK/rootfs-tools-$tools_hash.tar" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
@@ -214,11 +204,11 @@ main() {
 		) &
 		rootfs_pid=$!
 	fi
-	# The two Go lanes overlap too: each build has single-threaded phases
-	# (linking, module downloads) the other fills. The kind CLI is needed
-	# only for the last step, so it builds in the smaller lane.
+	# The two Go lanes overlap too: the big build has single-threaded phases
+	# (linking, module downloads) the small one fills. The kind CLI is needed
+	# only for the last step, so it builds in the small lane.
 	(
-		[ -d "$comp" ] || step "containerd, pause, kindnetd stand-in, imgbuild" build_components "$comp"
+		[ -d "$comp" ] || step "pause, kindnetd stand-in, imgbuild" build_components "$comp"
 		ensure_kind_cli
 	) &
 	local comp_pid=$!
