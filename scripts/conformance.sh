@@ -117,9 +117,12 @@ log "run $RUN_ID, seed $SEED, reports in $REPORTS"
 # goes down unless --keep-cluster keeps it.
 OWN_CLUSTER=0
 CHAOS_MESH_UP=0
+IMAGES_PID=
 finish() {
 	local rc=$?
 	trap - EXIT
+	# A failed kind-up leaves the archive build running: stop it.
+	[ -z "$IMAGES_PID" ] || kill "$IMAGES_PID" 2>/dev/null || true
 	if [ "$CHAOS_MESH_UP" = 1 ]; then
 		step "Chaos Mesh off, our agent back on" bash "$FENCECHECK_ROOT/scripts/chaos-mesh/install.sh" down || { log "chaos-mesh-down failed: the cluster still runs Chaos Mesh"; rc=1; }
 	fi
@@ -159,9 +162,18 @@ if [ -n "$KUBECONFIG_ARG" ]; then
 	fi
 else
 	OWN_CLUSTER=1
+	IMAGES=(reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}")
+	if [ "$SKIP_IMAGES" = 0 ]; then
+		# The archives need no cluster: build them while it comes up.
+		log "building the image archives beside kind-up (log: $REPORTS/images-build.log)"
+		bash "$FENCECHECK_ROOT/scripts/images.sh" --no-load "${IMAGES[@]}" >"$REPORTS/images-build.log" 2>&1 &
+		IMAGES_PID=$!
+	fi
 	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	if [ "$SKIP_IMAGES" = 0 ]; then
-		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
+		wait_images_pid=$IMAGES_PID IMAGES_PID=
+		wait "$wait_images_pid" || { cat "$REPORTS/images-build.log" >&2; die "building the image archives failed (log above, and in $REPORTS/images-build.log)"; }
+		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" --no-build "${IMAGES[@]}"
 	fi
 	if [ "$CHAOS" = chaos-mesh ]; then
 		CHAOS_MESH_UP=1

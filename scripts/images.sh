@@ -4,23 +4,27 @@
 # scratch-based: just the binary); a package path ./PKG (e.g.
 # ./examples/crcontroller) builds fencecheck/<its last element>:dev. Write the archive to
 # $FENCECHECK_CACHE/images/NAME.tar and load it into the kind cluster
-# ($KIND_CLUSTER_NAME) with `kind load image-archive`.
+# ($KIND_CLUSTER_NAME): the archives are merged into one and loaded with one
+# `kind load image-archive` (one import per node, not one per image).
 #   --no-load   only build the archives (no cluster needed)
+#   --no-build  only load the archives an earlier --no-load built
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
-LOAD=1
+LOAD=1 BUILD=1
 NAMES=()
 for a in "$@"; do
 	case "$a" in
-	-h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--no-load) LOAD=0 ;;
+	--no-build) BUILD=0 ;;
 	-*) die "unknown flag: $a (try --help)" ;;
 	*) NAMES+=("$a") ;;
 	esac
 done
-[ ${#NAMES[@]} -gt 0 ] || die "usage: images.sh [--no-load] NAME... (try --help)"
+[ ${#NAMES[@]} -gt 0 ] || die "usage: images.sh [--no-load | --no-build] NAME... (try --help)"
+[ "$LOAD$BUILD" != 00 ] || die "--no-load and --no-build together leave nothing to do"
 
 OUT="$FENCECHECK_CACHE/images"
 declare -A PKG=()
@@ -57,20 +61,32 @@ roll_chaos_agent() {
 		node_kubectl -n fencecheck-system rollout status ds/chaos-agent --timeout=120s >&2
 }
 
-load_one() {
-	"$KIND" load image-archive "$OUT/$1.tar" --name "$KIND_CLUSTER_NAME" >&2
+# load_all: every archive merged into one, imported once into each node.
+load_all() {
+	local n archives=() merged="$OUT/load.tar" # under kind.lock: one loader at a time
+	for n in "${NAMES[@]}"; do
+		[ -f "$OUT/$n.tar" ] || die "$OUT/$n.tar is missing: build it first (images.sh --no-load $n)"
+		archives+=("$OUT/$n.tar")
+	done
+	"$OUT/bin/imgbuild" archive --out "$merged" "${archives[@]}" || die "imgbuild archive failed"
+	"$KIND" load image-archive "$merged" --name "$KIND_CLUSTER_NAME" >&2 || { rm -f "$merged"; return 1; }
+	rm -f "$merged"
 }
 
 main() {
 	mkdir -p "$OUT/bin"
-	step "build imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$OUT/bin/imgbuild' ./cmd/imgbuild"
+	if [ "$BUILD" = 1 ] || [ ! -x "$OUT/bin/imgbuild" ]; then
+		step "build imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$OUT/bin/imgbuild' ./cmd/imgbuild"
+	fi
 	local n
-	for n in "${NAMES[@]}"; do step "image fencecheck/$n:dev from ${PKG[$n]}" build_one "$n"; done
+	if [ "$BUILD" = 1 ]; then
+		for n in "${NAMES[@]}"; do step "image fencecheck/$n:dev from ${PKG[$n]}" build_one "$n"; done
+	fi
 	[ "$LOAD" = 1 ] || { log "archives in $OUT (not loaded: --no-load)"; return 0; }
 	docker info >/dev/null 2>&1 || die "docker is not running: run 'make kind-up' first"
 	ensure_kind_cli
 	[ -n "$(node_containers)" ] || die "kind cluster '$KIND_CLUSTER_NAME' does not exist: run 'make kind-up' first"
-	for n in "${NAMES[@]}"; do step "kind load fencecheck/$n:dev" load_one "$n"; done
+	step "kind load ${NAMES[*]} (one archive)" load_all
 	# The tag stays :dev, so a running DaemonSet keeps its old binary: roll the
 	# chaos agent (the only long-lived workload; suites deploy the rest fresh).
 	if [[ " ${NAMES[*]} " == *" chaos-agent "* ]] &&

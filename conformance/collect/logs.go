@@ -222,24 +222,48 @@ func (f *LogFollower) Stop(ctx context.Context) (map[string][]eventlog.Event, []
 	if err != nil {
 		return events, append(errs, "final log read: list pods: "+err.Error())
 	}
-	for _, p := range pods.Items {
-		if !started(&p) {
+	// Every pod's log at once (each read is a round trip through the
+	// apiserver), then merged in the pods' order.
+	logs := make([]finalLog, len(pods.Items))
+	var wg sync.WaitGroup
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !started(p) {
 			continue
 		}
-		b, err := f.client.CoreV1().Pods(f.namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: final log read: %v", p.Name, err))
-			continue
-		}
-		parsed := ParseAll(bytes.NewReader(b))
-		for _, e := range parsed.Errors {
-			errs = append(errs, p.Name+": "+e)
-		}
-		if len(parsed.Events) >= len(events[p.Name]) {
-			events[p.Name] = parsed.Events
-		} else {
-			errs = append(errs, fmt.Sprintf("%s: the final log has %d events, fewer than the %d followed; kept the followed ones", p.Name, len(parsed.Events), len(events[p.Name])))
+		logs[i].pod = p.Name
+		wg.Go(func() {
+			b, err := f.client.CoreV1().Pods(f.namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil {
+				logs[i].err = err
+				return
+			}
+			logs[i].parsed = ParseAll(bytes.NewReader(b))
+		})
+	}
+	wg.Wait()
+	for _, l := range logs {
+		switch {
+		case l.pod == "":
+		case l.err != nil:
+			errs = append(errs, fmt.Sprintf("%s: final log read: %v", l.pod, l.err))
+		default:
+			for _, e := range l.parsed.Errors {
+				errs = append(errs, l.pod+": "+e)
+			}
+			if len(l.parsed.Events) >= len(events[l.pod]) {
+				events[l.pod] = l.parsed.Events
+			} else {
+				errs = append(errs, fmt.Sprintf("%s: the final log has %d events, fewer than the %d followed; kept the followed ones", l.pod, len(l.parsed.Events), len(events[l.pod])))
+			}
 		}
 	}
 	return events, errs
+}
+
+// finalLog is one pod's log as Stop read it.
+type finalLog struct {
+	pod    string
+	parsed *LineParser
+	err    error
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -51,18 +52,16 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	}
 	logs := s.dep.Events()
 	if pods, err := s.dep.Pods(ctx); err == nil {
-		for _, p := range pods {
-			if st, err := s.dep.Status(ctx, p); err == nil {
+		for _, r := range s.readPods(ctx, pods, logs) {
+			if r.statusErr == nil {
 				if s.Hist.Status == nil {
 					s.Hist.Status = map[string]json.RawMessage{}
 				}
-				s.Hist.Status[p] = st
+				s.Hist.Status[r.pod] = r.status
 			} else {
-				s.Hist.Errors = append(s.Hist.Errors, err.Error())
+				s.Hist.Errors = append(s.Hist.Errors, r.statusErr.Error())
 			}
-			// Read every pod's whole log while it still runs: a stalled
-			// follow stream must not cost the evidence.
-			note(logs.Refresh(ctx, p))
+			note(r.logErr)
 		}
 	}
 	step("status+logs")
@@ -108,6 +107,29 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	s.dr.log("%s: collected %d sink attempts, %d witness operations, %d final records, events from %d pods in %v (%s)", s.def.Name, len(s.Hist.Attempts),
 		witnessOps(s.Hist), len(s.Hist.FinalRecords), len(s.Hist.Events), time.Since(start).Round(time.Millisecond), strings.Join(steps, ", "))
 	return s.Hist, errors.Join(errs...)
+}
+
+// podRead is one pod's /status and the outcome of re-reading its log.
+type podRead struct {
+	pod               string
+	status            json.RawMessage
+	statusErr, logErr error
+}
+
+// readPods reads every running pod's /status and its whole log (while it
+// still runs: a stalled follow stream must not cost the evidence), all at
+// once: each is a round trip through the apiserver, and at --parallel 3
+// they took 5 to 8 s one after another. In the pods' order.
+func (s *Session) readPods(ctx context.Context, pods []string, logs EventLog) []podRead {
+	out := make([]podRead, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		out[i].pod = p
+		wg.Go(func() { out[i].status, out[i].statusErr = s.dep.Status(ctx, p) })
+		wg.Go(func() { out[i].logErr = logs.Refresh(ctx, p) })
+	}
+	wg.Wait()
+	return out
 }
 
 // putKeys are the record keys the sink's history or the witness saw
