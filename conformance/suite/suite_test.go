@@ -179,11 +179,24 @@ func TestMain(m *testing.M) {
 		return ctx, nil
 	})
 	code := testenv.Run(m)
+	if ran() == 0 && code == 0 {
+		// Nothing checked is not a pass (a --feature regex that matches
+		// no scenario, say): the run fails and says so.
+		fmt.Fprintln(os.Stderr, "conformance: no scenario ran (does --feature match a scenario name?): failing the run")
+		code = 1
+	}
 	if err := writeReports(code); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance: writing reports:", err)
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// ran is how many scenarios recorded a history.
+func ran() int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(recorded)
 }
 
 func writeReports(code int) error {
@@ -193,7 +206,7 @@ func writeReports(code int) error {
 		return err
 	}
 	if len(recorded) == 0 {
-		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out; see the test output.\n", *runID, code) + notRunnableSection()
+		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out (a run that checks nothing fails); see the test output.\n", *runID, code) + notRunnableSection()
 		return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), []byte(msg), 0o644)
 	}
 	// Workers finish in any order: report in the scenarios' own order.
