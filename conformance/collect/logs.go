@@ -244,7 +244,7 @@ func (f *LogFollower) Stop(ctx context.Context) (map[string][]eventlog.Event, []
 	wg.Wait()
 	for _, l := range logs {
 		switch {
-		case l.pod == "":
+		case l.pod == "": // not started: no log was read
 		case l.err != nil:
 			errs = append(errs, fmt.Sprintf("%s: final log read: %v", l.pod, l.err))
 		default:
