@@ -7,10 +7,13 @@
 #   kind-up  warm kind-up vs a bare `kind create cluster` (add --cold via KINDUP_ARGS)
 #   suite    conformance wall time vs its unavoidable waits (reads reports/latest;
 #            bench/suite.sh alone runs --parallel 1 vs the default side by side)
-# Usage: bench/run.sh [bridge|sink|witness|kind-up|suite]...   (default: all)
+#   node-build  only when named (about 20 min): the node's cold go build, its
+#            wall against the CPU floor on this machine's cores, per module
+# Usage: bench/run.sh [bridge|sink|witness|kind-up|suite|node-build]...
+#        (default: all but node-build)
 set -uo pipefail
 cd "$(dirname "$0")"
-case "${1:-}" in -h | --help) sed -n '2,10p' "$(basename "$0")" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,13p' "$(basename "$0")" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 which=("$@")
 [ ${#which[@]} -gt 0 ] || which=(bridge sink witness kind-up suite)
 rc=0
@@ -21,11 +24,12 @@ for b in "${which[@]}"; do
 	sink) bash sink.sh || rc=1 ;;
 	witness) bash witness.sh || rc=1 ;;
 	kind-up) bash kind-up.sh ${KINDUP_ARGS:-} || rc=1 ;;
+	node-build) bash node-build.sh || rc=1 ;;
 	suite)
 		# suite.sh works from the repository root: give it an absolute path.
 		if [ -e ../reports/latest/history.json ]; then bash suite.sh "$(cd ../reports/latest && pwd -P)" || rc=1
 		else echo "bench: no reports/latest yet: run 'make conformance' first" >&2; rc=1; fi ;;
-	*) echo "bench: unknown benchmark '$b' (bridge, sink, witness, kind-up, suite)" >&2; exit 2 ;;
+	*) echo "bench: unknown benchmark '$b' (bridge, sink, witness, kind-up, suite, node-build)" >&2; exit 2 ;;
 	esac
 done
 exit $rc

@@ -9,12 +9,14 @@
 # client-go and friends compile once for all of them, not once per component.
 # Progress goes to stderr. Outputs live under $FENCECHECK_CACHE/k8s-bins/<hash>,
 # keyed by a hash of every input (module files, this script, Go version).
+# With K8S_BINS_ACTIONGRAPH=FILE the build also writes go's action graph
+# there (bench/node-build.sh reads it with cmd/buildprofile).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -53,11 +55,12 @@ build_node() {
 		ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
 	done
 	ld+=" -X $CTRD/version.Version=$CONTAINERD_VERSION"
-	local pkgs=() c
+	local pkgs=() c graph=()
+	[ -z "${K8S_BINS_ACTIONGRAPH:-}" ] || graph=("-debug-actiongraph=$K8S_BINS_ACTIONGRAPH")
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
 	# Tags: Kubernetes' own (selinux, notest, grpcnotrace), then containerd's
 	# (no snapshotters the node has no use for).
-	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod \
+	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod "${graph[@]}" \
 		-tags selinux,notest,grpcnotrace,no_aufs,no_zfs,no_btrfs,no_devmapper \
 		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}" "${OTHER_PKGS[@]}") &&
 		mv "$tmp/server" "$tmp/etcd"

@@ -1,7 +1,7 @@
 // One build list for every Go binary of the node image (scripts/k8s-bins.sh
 // builds them in one `go build`): Kubernetes v1.34.4,
 // etcd v3.6.5, CoreDNS v1.12.4 (./coredns: kubeadm's plugins), crictl
-// v1.34.0, local-path-provisioner v0.0.33, containerd v2.2.9. Shared libraries (client-go, api,
+// v1.34.0, local-path-provisioner v0.0.33, containerd v2.2.1. Shared libraries (client-go, api,
 // grpc, protobuf, ...) then compile once instead of once per component.
 // The price: minimal version selection takes the highest version any of them
 // requires, so Kubernetes builds with some newer dependencies than alone
@@ -11,7 +11,7 @@
 // CoreDNS is v1.12.4, not v1.12.1 (the image keeps kubeadm's v1.12.1 tag):
 // v1.12.1 does not compile against client-go v0.34 (cache.Config lost
 // RetryOnError); v1.12.4 is the patch release built on client-go v0.34.
-// containerd is v2.2.9, the newest release built on the Kubernetes 0.34
+// containerd is v2.2.1, a v2.2 release: v2.2 is built on the Kubernetes 0.34
 // libraries (v2.3 needs 0.36, which this build list cannot have).
 // local-path-provisioner is v0.0.33, not v0.0.30: v0.0.30 imports
 // github.com/Sirupsen/logrus, a case-insensitive collision with the
