@@ -2,7 +2,8 @@
 # bench/node-build.sh: run the node's one `go build` (scripts/k8s-bins.sh)
 # from an empty build cache and an empty $FENCECHECK_CACHE, with go's action
 # graph, and print where its wall time went (cmd/buildprofile): compile CPU
-# per module, each link, the tail after the last compile, the critical path.
+# per module and per command, each link, the tail after the last compile,
+# the wall against the CPU floor on this machine's cores.
 #
 #   --cold-modules  also start from an empty module cache, so the figure
 #                   includes downloading every module from the proxy
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
 	--graph) GRAPH=${2:?--graph needs a file}; shift ;;
 	--top) TOP=${2:?--top needs a number}; shift
 		[[ "$TOP" =~ ^[0-9]+$ ]] || die "--top needs a number, got '$TOP'" ;;
-	-h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift

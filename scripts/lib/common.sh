@@ -55,8 +55,12 @@ run_logged() {
 }
 
 # hash_inputs FILE|DIR...: a short stable hash of the contents of the given
-# files (directories are walked, sorted) plus the Go version.
+# files (directories are walked, sorted) plus the Go version. Paths count
+# relative to the checkout or the module cache, so the same files hash the
+# same wherever GOMODCACHE is (bench/kind-up.sh --cold --keep hands its
+# outputs to the normal cache).
 hash_inputs() {
+	local modcache; modcache=$(go env GOMODCACHE)
 	{
 		go version
 		local p
@@ -66,7 +70,7 @@ hash_inputs() {
 			else
 				sha256sum "$p"
 			fi
-		done | sed "s#$FENCECHECK_ROOT/##"
+		done | sed -e "s#$FENCECHECK_ROOT/##" -e "s#$modcache/##"
 	} | sha256sum | cut -c1-12
 }
 
