@@ -272,6 +272,11 @@ func (p Profile) Write(w io.Writer, top int) {
 	fmt.Fprintf(w, "wall %s; %d packages compiled, compiler CPU %s (%.2f cores busy on average until the last compile at %s)\n",
 		s(p.Wall), p.Compiles, s(p.CompileCPU), float64(p.CompileCPU)/float64(max(p.LastCompile, time.Second)), s(p.LastCompile))
 	fmt.Fprintf(w, "tail after the last compile: %s; link CPU %s over %d links\n", s(p.Wall-p.LastCompile), s(p.LinkCPU), len(p.Links))
+	if p.Cores > 0 {
+		floor := (p.CompileCPU + p.LinkCPU) / time.Duration(p.Cores)
+		fmt.Fprintf(w, "CPU floor on %d cores: %s (compile + link CPU / cores); the wall is %.2fx it\n",
+			p.Cores, s(floor), float64(p.Wall)/float64(max(floor, 1)))
+	}
 	fmt.Fprintf(w, "\ncompile CPU by module (path prefix):\n")
 	for i, m := range p.Modules {
 		if i == top {
@@ -279,11 +284,6 @@ func (p Profile) Write(w io.Writer, top int) {
 			break
 		}
 		fmt.Fprintf(w, "  %8s %5.1f%%  %s\n", s(m.Time), 100*float64(m.Time)/float64(max(p.CompileCPU, 1)), m.Name)
-	}
-	if p.Cores > 0 {
-		floor := (p.CompileCPU + p.LinkCPU) / time.Duration(p.Cores)
-		fmt.Fprintf(w, "CPU floor on %d cores: %s (compile + link CPU / cores); the wall is %.2fx it\n",
-			p.Cores, s(floor), float64(p.Wall)/float64(max(floor, 1)))
 	}
 	fmt.Fprintf(w, "\ncompile CPU only one command needs (what leaving it out saves):\n")
 	for _, o := range p.Only {
