@@ -41,6 +41,24 @@ func TestWitnessAgrees(t *testing.T) {
 		}
 	}
 	wantPass(t, s, WitnessAgrees)
+	// A forward cut mid-body when its client went away: the sink read part
+	// of it and refused it; the witness, which read it all, got no answer.
+	s = synth.Scenario("cut-forward", synth.Defect{})
+	cutOp := record.Operation{ID: 998, Method: "PUT", Key: "row-8", Epoch: 1, IdempotencyKey: "cut-1", ValueLen: 12, ValueSHA256: "5d6a0b776ca3", Type: record.Info,
+		Error: "client went away before the answer: no answer: context canceled"}
+	s.Witness.Operations = append(s.Witness.Operations, cutOp)
+	refused := contract.Attempt{Seq: 999, Op: contract.OpPut, Key: "row-8", Epoch: 1, IdempotencyKey: "cut-1", Status: 400, Result: contract.ResultBadRequest}
+	s.Attempts = append(s.Attempts, refused)
+	wantPass(t, s, WitnessAgrees)
+	// Not for a commit: a sink that commits a body no client sent is caught.
+	committed := refused
+	committed.Status, committed.Result = 200, contract.ResultOK
+	s.Attempts[len(s.Attempts)-1] = committed
+	wantFail(t, s, WitnessAgrees, "the witness saw 0 sent")
+	// Nor for a refusal no unanswered forward explains.
+	s.Attempts[len(s.Attempts)-1] = refused
+	s.Witness.Operations[len(s.Witness.Operations)-1].Type, s.Witness.Operations[len(s.Witness.Operations)-1].Status = record.Fail, 409
+	wantFail(t, s, WitnessAgrees, "the witness saw 0 sent")
 	// A request that never reached the sink (dial failed) is not counted.
 	s = synth.Scenario("dial-failed", synth.Defect{})
 	s.Witness.Operations = append(s.Witness.Operations, record.Operation{ID: 999, Method: "PUT", Key: "row-9", Type: record.Fail})
