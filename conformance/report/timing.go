@@ -10,6 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/eventlog"
 )
 
 // TimingTable renders the timings as a Markdown table with totals: each
@@ -59,6 +60,16 @@ type RunTiming struct {
 	// ControlFailovers counts the scenarios left out of Failovers: negative
 	// controls whose failover-liveness must fail (slow on purpose).
 	ControlFailovers int
+	// SinkRoundTrips are the witness's clients' writes that got an answer
+	// from the sink, invocation to completion, sorted (none the witness
+	// held or cut on purpose): the load on the write path as the
+	// harness's own proxy saw it. A drain of a full bridge takes about its
+	// depth times this.
+	SinkRoundTrips []time.Duration
+	// Drains are the bridges' join waits as the reconcilers logged them
+	// (their testimony), sorted; LateJoins counts those past drain_timeout.
+	Drains    []time.Duration
+	LateJoins int
 }
 
 // MeasureRun computes the run's timing from its history.
@@ -78,6 +89,7 @@ func MeasureRun(run *history.Run) RunTiming {
 			rt.ControlFailovers++ // a control whose failover must be slow: not the distribution
 			continue
 		}
+		rt.addWrites(s)
 		ts, _, _ := check.TakeoverTimes(s)
 		for _, t := range ts {
 			if !t.Judged() {
@@ -88,6 +100,8 @@ func MeasureRun(run *history.Run) RunTiming {
 		}
 	}
 	slices.Sort(rt.Failovers)
+	slices.Sort(rt.SinkRoundTrips)
+	slices.Sort(rt.Drains)
 	var setup time.Duration
 	for _, w := range scenario.MeasureWaits(run) {
 		rt.Scenarios++
@@ -102,6 +116,29 @@ func MeasureRun(run *history.Run) RunTiming {
 	}
 	rt.Wall = last.Sub(first)
 	return rt
+}
+
+// addWrites adds s's answered client writes at the witness and its bridge
+// joins.
+func (rt *RunTiming) addWrites(s *history.Scenario) {
+	if s.Witness != nil {
+		for _, o := range s.Witness.Operations {
+			if o.Method == "PUT" && o.Harness == "" && o.Nemesis == nil && o.Status != 0 && !o.Completed.IsZero() {
+				rt.SinkRoundTrips = append(rt.SinkRoundTrips, o.Completed.Sub(o.Invoked))
+			}
+		}
+	}
+	for _, evs := range s.Events {
+		for _, ev := range evs {
+			if ev.Kind != eventlog.KindBridgeJoined {
+				continue
+			}
+			rt.Drains = append(rt.Drains, time.Duration(ev.DurationMs*float64(time.Millisecond)))
+			if ev.JoinedInTime != nil && !*ev.JoinedInTime {
+				rt.LateJoins++
+			}
+		}
+	}
 }
 
 // flagValue is the value of -name or --name in a run's recorded flags.
@@ -120,13 +157,17 @@ func flagValue(flags []string, name string) string {
 
 // Percentile is the nearest-rank percentile p (0 to 100) of the
 // failovers, 0 when there are none.
-func (rt RunTiming) Percentile(p float64) time.Duration {
-	n := len(rt.Failovers)
+func (rt RunTiming) Percentile(p float64) time.Duration { return percentile(rt.Failovers, p) }
+
+// percentile is the nearest-rank percentile p (0 to 100) of sorted, 0
+// when it is empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
 	if n == 0 {
 		return 0
 	}
 	i := int(math.Ceil(p/100*float64(n))) - 1
-	return rt.Failovers[min(max(i, 0), n-1)]
+	return sorted[min(max(i, 0), n-1)]
 }
 
 // RunTable renders runs side by side (one column each), so a serial and
@@ -167,5 +208,20 @@ func RunTable(rts ...RunTiming) string {
 		}
 		row(name, func(rt RunTiming) string { return rt.Percentile(p).Round(time.Millisecond).String() })
 	}
+	// Why a drain can overrun drain_timeout under load: its depth times
+	// the round trip.
+	row("sink round trip at the witness, p50 / p90 / max (client writes answered)", func(rt RunTiming) string {
+		if len(rt.SinkRoundTrips) == 0 {
+			return "none recorded"
+		}
+		return fmt.Sprintf("%v / %v / %v (%d)", percentile(rt.SinkRoundTrips, 50).Round(100*time.Microsecond),
+			percentile(rt.SinkRoundTrips, 90).Round(100*time.Microsecond), percentile(rt.SinkRoundTrips, 100).Round(100*time.Microsecond), len(rt.SinkRoundTrips))
+	})
+	row("bridge join waits, p50 / max; late (reconcilers' own events)", func(rt RunTiming) string {
+		if len(rt.Drains) == 0 {
+			return "none logged"
+		}
+		return fmt.Sprintf("%v / %v; %d late", percentile(rt.Drains, 50).Round(time.Millisecond), percentile(rt.Drains, 100).Round(time.Millisecond), rt.LateJoins)
+	})
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
+	"github.com/fencecheck/fencecheck/eventlog"
 )
 
 func TestTimings(t *testing.T) {
@@ -64,5 +66,36 @@ func TestRunTiming(t *testing.T) {
 	}
 	if RunTiming.Percentile(RunTiming{}, 50) != 0 {
 		t.Error("no failovers: percentile 0")
+	}
+}
+
+// The write path's load: the witness's round trips and the bridges' join
+// waits, a late one counted.
+func TestRunTimingWritePath(t *testing.T) {
+	s := synth.Scenario("w", synth.Defect{})
+	rt := MeasureRun(synth.Run("r", s))
+	if len(rt.SinkRoundTrips) == 0 || len(rt.Drains) == 0 || rt.LateJoins != 0 {
+		t.Fatalf("round trips %d, drains %d, late %d", len(rt.SinkRoundTrips), len(rt.Drains), rt.LateJoins)
+	}
+	no := false
+	for pod, evs := range s.Events {
+		for i, ev := range evs {
+			if ev.Kind == eventlog.KindBridgeJoined {
+				s.Events[pod][i].JoinedInTime, s.Events[pod][i].DurationMs = &no, 16000
+			}
+		}
+	}
+	rt = MeasureRun(synth.Run("r", s))
+	if rt.LateJoins == 0 || rt.Drains[len(rt.Drains)-1] != 16*time.Second {
+		t.Errorf("a late join: %d late, drains %v", rt.LateJoins, rt.Drains)
+	}
+	tab := RunTable(rt)
+	for _, want := range []string{"| sink round trip at the witness, p50 / p90 / max (client writes answered) | ", "16s; " + fmt.Sprint(rt.LateJoins) + " late |"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("no %q in\n%s", want, tab)
+		}
+	}
+	if tab := RunTable(RunTiming{}); !strings.Contains(tab, "none recorded") || !strings.Contains(tab, "none logged") {
+		t.Errorf("an empty run:\n%s", tab)
 	}
 }
