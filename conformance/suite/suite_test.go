@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -135,7 +136,12 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return ctx, fmt.Errorf("kubeconfig %s: %w", cfg.KubeconfigFile(), err)
 		}
-		rc := cl.RESTConfig()
+		// client-go's default limit, 5 requests a second (burst 10), is
+		// shared by every scenario that runs at once: at --parallel 3 deploy
+		// and collect queued behind it (12 waits over 1 s in one run of ten
+		// scenarios). The apiserver's priority and fairness still guards it.
+		rc := rest.CopyConfig(cl.RESTConfig())
+		rc.QPS, rc.Burst = harnessQPS, 2*harnessQPS
 		kube, err := kubernetes.NewForConfig(rc)
 		if err != nil {
 			return ctx, err
@@ -400,6 +406,9 @@ func keep(h *history.Scenario) {
 // --parallel is registered before e2e-framework parses its flags, so it
 // replaces e2e-framework's own --parallel (a bool, every feature at once).
 const defaultParallel = 1
+
+// harnessQPS is the suite's client-side request rate to the apiserver.
+const harnessQPS = 100
 
 func TestConformance(t *testing.T) {
 	if *parallel < 1 {
