@@ -81,19 +81,23 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	if err := d.create(ctx, "manifests/witness", WitnessDeployment, spec.WitnessArgs, 0); err != nil {
 		return err
 	}
-	for _, dep := range []string{SinkDeployment, WitnessDeployment} {
-		if err := d.waitReady(ctx, dep); err != nil {
+	ready := []string{SinkDeployment, WitnessDeployment}
+	if d.t.opt.Controller != "" {
+		// A controller under test starts once its sink answers: it may
+		// not survive one that does not yet.
+		if err := d.waitReady(ctx, ready...); err != nil {
 			return err
 		}
-	}
-	if d.t.opt.Controller != "" {
 		return d.deployController(ctx, spec)
 	}
+	// Our fixture starts beside them, so the pods start at once (on a
+	// busy node pod starts are most of a deploy): its leader retries the
+	// fence until the witness answers and writes nothing before.
 	args := append(append([]string(nil), spec.ReconcilerArgs...), "--sink-url="+WitnessURL)
 	if err := d.create(ctx, "manifests/reconciler", ReconcilerDeployment, args, spec.Replicas); err != nil {
 		return err
 	}
-	return d.waitReady(ctx, ReconcilerDeployment)
+	return d.waitReady(ctx, append(ready, ReconcilerDeployment)...)
 }
 
 // create creates the objects of dir in the scenario's namespace, with
@@ -176,12 +180,21 @@ func (d *deployment) scaleToZero(ctx context.Context) error {
 	return nil
 }
 
-// waitReady waits until every replica of a Deployment is updated and
-// ready, on a watch of it (no polling); on timeout it says why the pods
-// are not.
-func (d *deployment) waitReady(ctx context.Context, name string) error {
+// waitReady waits until every replica of the Deployments is updated and
+// ready, on a watch of each (no polling), within one deploy timeout; on
+// timeout it says why the pods are not.
+func (d *deployment) waitReady(ctx context.Context, names ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.t.opt.DeployTimeout)
 	defer cancel()
+	for _, name := range names {
+		if err := d.waitDeployment(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deployment) waitDeployment(ctx context.Context, name string) error {
 	lw := cache.NewListWatchFromClient(d.t.opt.Kube.AppsV1().RESTClient(), "deployments", d.ns, fields.OneTermEqualSelector("metadata.name", name))
 	_, err := watchtools.UntilWithSync(ctx, lw, &appsv1.Deployment{}, nil, func(ev watch.Event) (bool, error) {
 		dep, ok := ev.Object.(*appsv1.Deployment)
