@@ -9,6 +9,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
@@ -33,7 +34,7 @@ func (s *Session) sinkCrashMidTakeover(ctx context.Context, length time.Duration
 		w, err := s.dep.Partition(ctx, oldPod, length, false)
 		healed <- cut{w, err}
 	}()
-	err := s.crashAfterFence(ctx, h.Holder)
+	err := s.crashAfterFence(ctx, h)
 	c := <-healed // the partition heals at its deadline whatever happened here
 	s.record(c.w)
 	if err = errors.Join(err, c.err); err != nil {
@@ -42,13 +43,15 @@ func (s *Session) sinkCrashMidTakeover(ctx context.Context, length time.Duration
 	return s.afterTakeover(ctx, h.Holder, oldPod, c.w.Recovered)
 }
 
-// crashAfterFence waits for the new holder's fence at the witness, then
-// crashes the sink and probes it.
-func (s *Session) crashAfterFence(ctx context.Context, oldHolder string) error {
+// crashAfterFence waits for the new holder's fence at the witness and the
+// old one's drain, then crashes the sink and probes it.
+func (s *Session) crashAfterFence(ctx context.Context, old history.LeaseRecord) error {
+	oldHolder := old.Holder
 	newHolder, err := s.waitHolder(ctx, oldHolder)
 	if err != nil {
 		return err
 	}
+	tookOver := time.Now()
 	rec, _ := s.holder()
 	term := rec.Term
 	s.dr.log("%s: takeover %s -> %s (term %d); waiting for its fence at the witness", s.def.Name, oldHolder, newHolder, term)
@@ -63,7 +66,36 @@ func (s *Session) crashAfterFence(ctx context.Context, oldHolder string) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.waitDrained(ctx, leader.PodOf(oldHolder), old.Term, tookOver); err != nil {
+		return err
+	}
 	return s.crashSink(ctx, floor)
+}
+
+// waitDrained waits until pod, the old leader, logged its bridge of term
+// joined (or stopped), but not past drain_timeout after the takeover at
+// tookOver.
+// Its drain then never overlaps the crash, so how long the restarted sink
+// takes (seconds more on a busy node) cannot push a drain past
+// drain_timeout; one that overruns it by itself still does, and
+// bridge-join judges it.
+func (s *Session) waitDrained(ctx context.Context, pod string, term uint64, tookOver time.Time) error {
+	if s.silent(ctx, pod) {
+		return s.observeDrainTimeout(ctx, pod, tookOver)
+	}
+	wctx, cancel := context.WithDeadline(ctx, tookOver.Add(s.dr.Timing.DrainTimeout))
+	defer cancel()
+	err := s.waitEvent(wctx, pod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
+		return (ev.Kind == eventlog.KindBridgeJoined && ev.Epoch == term) || ev.Kind == eventlog.KindStopped
+	})
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		s.dr.log("%s: %s logged no bridge_joined by drain_timeout after the takeover; crashing the sink anyway", s.def.Name, pod)
+		return nil
+	}
+	if err == nil {
+		s.dr.log("%s: %s's bridge of term %d is done (%s after the takeover); crashing the sink", s.def.Name, pod, term, time.Since(tookOver).Round(time.Millisecond))
+	}
+	return err
 }
 
 // ackedWriteAt: a write of epoch term was acknowledged (writes flow).
