@@ -118,11 +118,15 @@ log "run $RUN_ID, seed $SEED, reports in $REPORTS"
 OWN_CLUSTER=0
 CHAOS_MESH_UP=0
 IMAGES_PID=
+SUITE_BUILD_PID=
+SUITE_BIN="$FENCECHECK_CACHE/bin/conformance-suite-$RUN_ID.test"
 finish() {
 	local rc=$?
 	trap - EXIT
-	# A failed kind-up leaves the archive build running: stop it.
+	# A failed kind-up leaves the builds running: stop them.
 	[ -z "$IMAGES_PID" ] || kill "$IMAGES_PID" 2>/dev/null || true
+	[ -z "$SUITE_BUILD_PID" ] || kill "$SUITE_BUILD_PID" 2>/dev/null || true
+	rm -f "$SUITE_BIN"
 	if [ "$CHAOS_MESH_UP" = 1 ]; then
 		step "Chaos Mesh off, our agent back on" bash "$FENCECHECK_ROOT/scripts/chaos-mesh/install.sh" down || { log "chaos-mesh-down failed: the cluster still runs Chaos Mesh"; rc=1; }
 	fi
@@ -146,8 +150,16 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# The suite's test binary is built beside the bring-up, not after it (go
+# test would vet and link it on the critical path: ~4 s warm).
+log "building the suite's test binary beside the bring-up (log: $REPORTS/suite-build.log)"
+mkdir -p "$(dirname "$SUITE_BIN")"
+(cd "$FENCECHECK_ROOT" && go test -c -tags conformance -o "$SUITE_BIN" ./conformance/suite/) >"$REPORTS/suite-build.log" 2>&1 &
+SUITE_BUILD_PID=$!
 if [ -n "$KUBECONFIG_ARG" ]; then
 	[ -r "$KUBECONFIG_ARG" ] || die "--kubeconfig $KUBECONFIG_ARG is not readable"
+	KUBECONFIG_ARG=$(realpath "$KUBECONFIG_ARG") # the suite runs in its package's directory
 	export KUBECONFIG=$KUBECONFIG_ARG
 	if [ -n "$IMAGE_REPO" ]; then
 		log "using the cluster of $KUBECONFIG, images pushed to $IMAGE_REPO and run by digest (no kind-up, no kind load)"
@@ -165,15 +177,25 @@ else
 	IMAGES=(reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}")
 	if [ "$SKIP_IMAGES" = 0 ]; then
 		# The archives need no cluster: build them while it comes up.
+		# kind-up loads them as soon as the nodes exist: the build holds
+		# build.lock (an inherited descriptor) until it exits, and the load
+		# waits for it.
 		log "building the image archives beside kind-up (log: $REPORTS/images-build.log)"
+		mkdir -p "$FENCECHECK_CACHE/images"
+		exec {build_lock}>>"$FENCECHECK_CACHE/images/build.lock"
+		flock "$build_lock"
 		bash "$FENCECHECK_ROOT/scripts/images.sh" --no-load "${IMAGES[@]}" >"$REPORTS/images-build.log" 2>&1 &
 		IMAGES_PID=$!
-	fi
-	step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
-	if [ "$SKIP_IMAGES" = 0 ]; then
+		exec {build_lock}>&-
+		up=0
+		step "kind-up, loading the images once the nodes exist" bash "$FENCECHECK_ROOT/scripts/kind-up.sh" --load "${IMAGES[@]}" || up=$?
 		wait_images_pid=$IMAGES_PID IMAGES_PID=
+		# A failed build makes the load fail (a missing archive) or leaves
+		# old archives loaded: either way the run stops here, on the cause.
 		wait "$wait_images_pid" || { cat "$REPORTS/images-build.log" >&2; die "building the image archives failed (log above, and in $REPORTS/images-build.log)"; }
-		step "images" bash "$FENCECHECK_ROOT/scripts/images.sh" --no-build "${IMAGES[@]}"
+		[ "$up" = 0 ] || die "kind-up failed (exit $up, above)"
+	else
+		step "kind-up" bash "$FENCECHECK_ROOT/scripts/kind-up.sh"
 	fi
 	if [ "$CHAOS" = chaos-mesh ]; then
 		CHAOS_MESH_UP=1
@@ -182,26 +204,30 @@ else
 fi
 
 # gotestsum at the version tools/go.mod pins (a readable summary), built
-# once into the cache; else go test -json.
-RUNNER=(go test)
+# once into the cache; else the binary's -test.v output through test2json.
+RUNNER=()
 GOTESTSUM="$FENCECHECK_CACHE/bin/gotestsum-$(hash_inputs "$FENCECHECK_ROOT/tools/go.mod" "$FENCECHECK_ROOT/tools/go.sum")"
 if [ -x "$GOTESTSUM" ] || (cd "$FENCECHECK_ROOT/tools" && go build -o "$GOTESTSUM" gotest.tools/gotestsum) >/dev/null 2>&1; then
-	RUNNER=("$GOTESTSUM" --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --)
+	RUNNER=("$GOTESTSUM" --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --raw-command --)
 	log "running the suite with $("$GOTESTSUM" --version) (pinned in tools/go.mod)"
 else
-	log "gotestsum (tools/go.mod) did not build: running the suite with go test -json"
+	log "gotestsum (tools/go.mod) did not build: running the suite's binary with -test.v (test2json for the JSON copy)"
 fi
 
-ARGS=(-tags conformance -count=1 -timeout "$TIMEOUT" ./conformance/suite/ -args
+build_pid=$SUITE_BUILD_PID SUITE_BUILD_PID=
+wait "$build_pid" || { cat "$REPORTS/suite-build.log" >&2; die "building the suite (go test -c -tags conformance ./conformance/suite/) failed (log above)"; }
+# The binary runs where go test would run it, in its package's directory.
+ARGS=(-test.timeout "$TIMEOUT"
 	--kubeconfig "$KUBECONFIG" --reports "$REPORTS" --run-id "$RUN_ID" --seed "$SEED" "${SUITE_ARGS[@]}")
+PKG=github.com/fencecheck/fencecheck/conformance/suite
 rc=0
 cd "$FENCECHECK_ROOT"
-if [ "${RUNNER[0]}" = go ] && [ "${RUNNER[1]}" = test ]; then
+if [ ${#RUNNER[@]} = 0 ]; then
 	# Verbose output on the console and in suite.log; test2json keeps a
 	# machine-readable copy.
-	step "suite" go test -v "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" | tee >(go tool test2json -t -p conformance/suite >"$REPORTS/test-output.json") || rc=${PIPESTATUS[0]}
+	step "suite" bash -c 'cd conformance/suite && exec "$@"' suite "$SUITE_BIN" -test.v "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" | tee >(go tool test2json -t -p "$PKG" >"$REPORTS/test-output.json") || rc=${PIPESTATUS[0]}
 else
-	step "suite" "${RUNNER[@]}" "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" || rc=${PIPESTATUS[0]}
+	step "suite" "${RUNNER[@]}" bash -c 'cd conformance/suite && exec go tool test2json -t -p "$0" "$@"' "$PKG" "$SUITE_BIN" -test.v=test2json "${ARGS[@]}" 2>&1 | tee "$REPORTS/suite.log" || rc=${PIPESTATUS[0]}
 fi
 
 if [ -f "$REPORTS/verdicts.json" ]; then

@@ -75,12 +75,22 @@ hash_inputs() {
 }
 
 # with_lock FILE CMD...: serialize CMD with other runs holding FILE.
-# Callers may already hold the same lock from outside (`flock kind.lock make
-# kind-up images`); taking it again on a new descriptor would deadlock, so
-# when an ancestor process holds it we run CMD under that lock.
+# Callers may already hold the same lock (kind-up loading the images
+# beside its wait for Ready, or `flock kind.lock make kind-up images`);
+# taking it again on a new descriptor would deadlock, so CMD then runs
+# under the holder's lock. A with_lock holder marks its children through
+# FENCECHECK_HELD_LOCKS; /proc/locks finds a flock(1) ancestor (a lock
+# taken by the flock command inside a script names that command's pid,
+# gone by now, hence the mark).
 with_lock() {
 	local f=$1; shift
 	mkdir -p "$(dirname "$f")"; touch "$f"
+	f=$(realpath "$f")
+	if [[ ":${FENCECHECK_HELD_LOCKS:-}:" == *":$f:"* ]]; then
+		log "lock $f is held by a parent process: running under it"
+		"$@"
+		return
+	fi
 	exec {_fc_lockfd}>>"$f"
 	if ! flock -n "$_fc_lockfd"; then
 		if _lock_held_by_ancestor "$f"; then
@@ -90,7 +100,7 @@ with_lock() {
 			flock "$_fc_lockfd"
 		fi
 	fi
-	"$@"
+	FENCECHECK_HELD_LOCKS="${FENCECHECK_HELD_LOCKS:-}:$f" "$@"
 }
 
 _lock_held_by_ancestor() {
