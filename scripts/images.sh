@@ -61,17 +61,6 @@ roll_chaos_agent() {
 		node_kubectl -n fencecheck-system rollout status ds/chaos-agent --timeout=120s >&2
 }
 
-# wait_for_build: an archive build started beside this load (conformance.sh
-# holds build.lock for it until it exits) must end before its archives are
-# read.
-wait_for_build() {
-	local fd
-	exec {fd}>>"$OUT/build.lock"
-	flock -n -s "$fd" && return
-	log "waiting for the archive build in progress (lock $OUT/build.lock)"
-	flock -w 1800 -s "$fd" || die "the archive build holding $OUT/build.lock did not end within 30 min"
-}
-
 # load_all: every archive merged into one, imported once into each node.
 load_all() {
 	local n archives=() merged="$OUT/load.tar" # under kind.lock: one loader at a time
@@ -97,7 +86,6 @@ main() {
 	docker info >/dev/null 2>&1 || die "docker is not running: run 'make kind-up' first"
 	ensure_kind_cli
 	[ -n "$(node_containers)" ] || die "kind cluster '$KIND_CLUSTER_NAME' does not exist: run 'make kind-up' first"
-	[ "$BUILD" = 1 ] || wait_for_build
 	step "kind load ${NAMES[*]} (one archive)" load_all
 	# The tag stays :dev, so a running DaemonSet keeps its old binary: roll the
 	# chaos agent (the only long-lived workload; suites deploy the rest fresh).

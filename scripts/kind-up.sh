@@ -5,9 +5,6 @@
 #   KIND_NODE_IMAGE  node image to use (default: our offline-built image,
 #                    see scripts/nodeimage/build.sh, cached by input hash)
 #   KIND_WORKERS     worker nodes (default 2; one control-plane node always)
-#   --load NAME...   load these image archives (scripts/images.sh --no-build)
-#                    as soon as the nodes exist, beside the wait for Ready;
-#                    waits for an archive build in progress (images.sh)
 #
 # Reuses a healthy cluster (without touching the node image); restarts
 # stopped node containers (after a machine restart) and recreates the cluster
@@ -19,10 +16,8 @@ source "$(dirname "$0")/lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
-LOAD=()
 case "${1:-}" in
--h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
---load) shift; LOAD=("$@"); [ ${#LOAD[@]} -gt 0 ] || die "--load needs image names (images.sh NAME...)" ;;
+-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac
@@ -85,23 +80,15 @@ create_cluster() {
 	if ! step "kind create cluster $KIND_CLUSTER_NAME (1 control-plane + $WORKERS workers, $image)" \
 		run_logged "$FENCECHECK_CACHE/logs/kind-create.log" \
 		"$KIND" create cluster --name "$KIND_CLUSTER_NAME" --image "$image" --config "$cfg" \
-		--kubeconfig "$KUBECONFIG" --retain; then
+		--kubeconfig "$KUBECONFIG" --wait "${READY_TIMEOUT}s" --retain; then
 		export_kind_logs "kind create cluster failed"
 		"$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || true
 		die "kind create cluster failed; logs in reports/kind-logs-* and $FENCECHECK_CACHE/logs/kind-create.log"
 	fi
-	# No `kind create --wait`: wait_ready waits for every node, and the
-	# images load meanwhile (containerd runs before the kubelet is Ready).
-	local loader=
-	if [ ${#LOAD[@]} -gt 0 ]; then
-		bash "$FENCECHECK_ROOT/scripts/images.sh" --no-build "${LOAD[@]}" & loader=$!
-	fi
 	step "wait for nodes Ready and CoreDNS" wait_ready "$READY_TIMEOUT" || {
-		[ -z "$loader" ] || wait "$loader" || true
 		export_kind_logs "cluster not Ready after create"
 		die "cluster created but not Ready; logs in reports/"
 	}
-	[ -z "$loader" ] || wait "$loader" || die "loading the images ${LOAD[*]} failed (above)"
 }
 
 # reuse_existing: 0 when an existing cluster is (made) healthy; otherwise
@@ -175,8 +162,6 @@ main() {
 		fi
 		ensure_kind_cli
 		create_cluster "$image"
-	elif [ ${#LOAD[@]} -gt 0 ]; then
-		bash "$FENCECHECK_ROOT/scripts/images.sh" --no-build "${LOAD[@]}" || die "loading the images ${LOAD[*]} failed (above)"
 	fi
 	write_kubeconfig
 	node_kubectl get nodes -o wide >&2
