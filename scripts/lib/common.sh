@@ -75,8 +75,8 @@ hash_inputs() {
 }
 
 # with_lock FILE CMD...: serialize CMD with other runs holding FILE.
-# Callers may already hold the same lock (kind-up loading the images
-# beside its wait for Ready, or `flock kind.lock make kind-up images`);
+# Callers may already hold the same lock (a with_lock holder's child, or
+# `flock kind.lock make kind-up images`);
 # taking it again on a new descriptor would deadlock, so CMD then runs
 # under the holder's lock. A with_lock holder marks its children through
 # FENCECHECK_HELD_LOCKS; /proc/locks finds a flock(1) ancestor (a lock

@@ -25,8 +25,8 @@ func run(t *testing.T, script string, deadline time.Duration) (string, error) {
 	return string(out), err
 }
 
-// A with_lock holder's child (kind-up loading the images beside its wait
-// for Ready) runs under the held lock instead of waiting for it forever.
+// A with_lock holder's child (a script that locks, run by one that holds
+// the lock) runs under the held lock instead of waiting for it forever.
 func TestWithLockChildRunsUnderTheHeldLock(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "kind.lock")
 	out, err := run(t, `
