@@ -17,7 +17,7 @@ import (
 func TestCalibrateConcurrencyOnPostgres(t *testing.T) {
 	n := calibrationRuns(t)
 	calibrate(t, []raceControl{
-		{"PostgreSQL without its lock", func(t *testing.T) *sinktest.Sink {
+		{name: "PostgreSQL without its lock", start: func(t *testing.T) *sinktest.Sink {
 			open := pgOpener(t)
 			return sinktest.StartWith(t, func(ctx context.Context) (store.Store, error) {
 				st, err := open(ctx)
@@ -27,8 +27,8 @@ func TestCalibrateConcurrencyOnPostgres(t *testing.T) {
 				return st.(*pgstore.Store).Unlocked(), nil
 			}, reference)
 		}},
-		{"check-then-act sink with no pause on PostgreSQL", func(t *testing.T) *sinktest.Sink {
+		{name: "check-then-act sink with no pause on PostgreSQL", start: func(t *testing.T) *sinktest.Sink {
 			return checkThenAct(t, pgOpener(t))
-		}},
+		}, noWindow: true},
 	}, n)
 }
