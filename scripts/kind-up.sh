@@ -4,7 +4,7 @@
 #
 #   KIND_NODE_IMAGE  node image to use (default: our offline-built image,
 #                    see scripts/nodeimage/build.sh, cached by input hash)
-#   KIND_WORKERS     worker nodes (default 2; one control-plane node always)
+#   KIND_WORKERS     worker nodes (default 1; one control-plane node always)
 #
 # Reuses a healthy cluster (without touching the node image); restarts
 # stopped node containers (after a machine restart) and recreates the cluster
@@ -22,7 +22,7 @@ case "${1:-}" in
 *) die "unknown argument: $1 (try --help)" ;;
 esac
 
-WORKERS=${KIND_WORKERS:-2}
+WORKERS=${KIND_WORKERS:-1}
 [[ "$WORKERS" =~ ^[0-9]+$ ]] || die "KIND_WORKERS must be a number, got '$WORKERS'"
 READY_TIMEOUT=${KIND_READY_TIMEOUT:-300}
 
