@@ -197,7 +197,9 @@ func crashedBefore(s *history.Scenario, t time.Time) time.Time {
 // in the final state with its value, or with a later write's: one sent to
 // the same key, not finished before the acknowledged one was sent, that
 // may have taken effect, at an epoch no lower. Nothing acknowledged may be
-// lost, the sink restart included.
+// lost, the sink restart included. An OK_DUP acknowledges the commit of its
+// Idempotency-Key's first request, not a new one: a later write that
+// committed before the retry was sent may still have replaced it.
 func checkAckedWritesDurable(s *history.Scenario) Verdict {
 	var e evidence
 	if s.Witness == nil {
@@ -216,8 +218,18 @@ func checkAckedWritesDurable(s *history.Scenario) Verdict {
 	// writers: per key and (value, epoch), the latest end of a write that
 	// may have left that record (acknowledged or without a definite answer).
 	writers := map[string]map[val]time.Time{}
+	// firstSent: per key and Idempotency-Key, when its first request was
+	// sent; the earliest the commit an OK_DUP acknowledges can have happened.
+	type idem struct{ key, idem string }
+	firstSent := map[idem]time.Time{}
 	end := s.Witness.Read
 	for _, o := range s.Witness.Operations {
+		if o.Method == "PUT" && o.IdempotencyKey != "" {
+			k := idem{o.Key, o.IdempotencyKey}
+			if t, ok := firstSent[k]; !ok || o.Invoked.Before(t) {
+				firstSent[k] = o.Invoked
+			}
+		}
 		if o.Method != "PUT" || o.Key == "" || o.ValuePartial || o.Type == record.Fail {
 			continue
 		}
@@ -267,7 +279,11 @@ func checkAckedWritesDurable(s *history.Scenario) Verdict {
 		}
 		for _, a := range acked[k] {
 			epoch := max(a.Epoch, a.ResultEpoch)
-			if r.Epoch < epoch || !wrote.After(a.Invoked) {
+			since := a.Invoked
+			if a.Result == contract.ResultOKDup && a.IdempotencyKey != "" {
+				since = firstSent[idem{a.Key, a.IdempotencyKey}]
+			}
+			if r.Epoch < epoch || !wrote.After(since) {
 				e.failf("%s: write acknowledged as op #%d (epoch %d at %s, instance %s) is lost: the final record (epoch %d) is neither its value nor a later write's",
 					k, a.ID, epoch, ts(a.Completed), shortID(a.SinkInstance), r.Epoch)
 				break

@@ -180,6 +180,23 @@ func TestAckedWritesDurable(t *testing.T) {
 	inflight := c.scenario(map[string]fv{"row-000": {"gen-2-seq-0", 2}, "row-001": {"gen-2-seq-1", 2}})
 	wantVerdict(t, judge(t, AckedWritesDurable, inflight), true, false, "acknowledged writes")
 
+	// A retry of an older write answered OK_DUP after a newer write to the
+	// key committed (mixed-faults, s15-all-p3-last): the dup acknowledges
+	// the first commit, which the newer one replaced; a sink that applied
+	// the retry again would have answered OK, and lost the newer write.
+	for _, c := range []struct {
+		result string
+		pass   bool
+	}{{contract.ResultOKDup, true}, {contract.ResultOK, false}} {
+		r := standardCrash(409, "b")
+		r.put("row-000", "gen-2-seq-9", 2, "b")
+		retry := r.ops[4] // row-000's gen-2-seq-0 again, same Idempotency-Key
+		retry.SinkInstance, retry.Result = "b", c.result
+		r.add(retry)
+		final := map[string]fv{"row-000": {"gen-2-seq-9", 2}, "row-001": {"gen-2-seq-1", 2}}
+		wantVerdict(t, judge(t, AckedWritesDurable, r.scenario(final)), c.pass, false, map[bool]string{true: "acknowledged writes", false: "is lost"}[c.pass])
+	}
+
 	wantVerdict(t, judge(t, AckedWritesDurable, (&crashRun{}).scenario(nil)), false, true, "nothing to judge")
 	missing := standardCrash(409, "b").scenario(correctFinal)
 	missing.MissingEvidence(history.EvidenceFinalState, "read failed")
