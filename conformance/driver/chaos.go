@@ -79,13 +79,14 @@ func (s *Session) partition(ctx context.Context, length time.Duration, role sche
 	if err != nil || role == schedule.Follower {
 		return err
 	}
-	return s.afterTakeover(ctx, h.Holder, leaderPod, w.Recovered)
+	return s.afterTakeover(ctx, h, w.Recovered)
 }
 
 // afterTakeover waits for a new holder that commits, and for the old
 // leader's own account of stepping down (or, for a leader that ignores
 // its demotion, for its writes a TTL after the heal).
-func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, healed time.Time) error {
+func (s *Session) afterTakeover(ctx context.Context, old history.LeaseRecord, healed time.Time) error {
+	oldHolder, oldPod := old.Holder, leader.PodOf(old.Holder)
 	newHolder, err := s.waitHolder(ctx, oldHolder)
 	if err != nil {
 		return err
@@ -117,9 +118,30 @@ func (s *Session) afterTakeover(ctx context.Context, oldHolder, oldPod string, h
 	if s.silent(ctx, oldPod) {
 		return s.observeDrainTimeout(ctx, oldPod, tookOver)
 	}
-	return s.waitEvent(ctx, oldPod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
-		return ev.Kind == eventlog.KindBridgeJoined || ev.Kind == eventlog.KindStopped
-	})
+	return s.waitLog(ctx, oldPod, steppedDownWhat, steppedDown)
+}
+
+const steppedDownWhat = "bridge_joined for its last bridge_spawned, or stopped"
+
+// steppedDown: the log's last bridge joined, or the process stopped. A
+// pod that led before in the same process has an earlier bridge's join in
+// its log; only the join after its last spawn accounts for this term.
+// Spawns and joins are paired by order, not by epoch: a controller's
+// bridge epoch need not be the Lease's term (--term-on-renew moves the
+// term under a running bridge).
+func steppedDown(evs []eventlog.Event) bool {
+	joined := false
+	for _, ev := range evs {
+		switch ev.Kind {
+		case eventlog.KindStopped:
+			return true
+		case eventlog.KindBridgeSpawned:
+			joined = false
+		case eventlog.KindBridgeJoined:
+			joined = true
+		}
+	}
+	return joined
 }
 
 // deleteLeader deletes the leader pod (SIGTERM while it writes) and waits
@@ -141,7 +163,7 @@ func (s *Session) deleteLeader(ctx context.Context) error {
 	} else if err := s.waitEvent(ctx, pod, "stopped", func(ev eventlog.Event) bool { return ev.Kind == eventlog.KindStopped }); err != nil {
 		return err
 	}
-	return s.afterTakeover(ctx, h.Holder, pod, w.Injected)
+	return s.afterTakeover(ctx, h, w.Injected)
 }
 
 // rollingRestart replaces every reconciler and waits for a committing

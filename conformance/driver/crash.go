@@ -9,7 +9,6 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
-	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
@@ -40,7 +39,7 @@ func (s *Session) sinkCrashMidTakeover(ctx context.Context, length time.Duration
 	if err = errors.Join(err, c.err); err != nil {
 		return err
 	}
-	return s.afterTakeover(ctx, h.Holder, oldPod, c.w.Recovered)
+	return s.afterTakeover(ctx, h, c.w.Recovered)
 }
 
 // crashAfterFence waits for the new holder's fence at the witness and the
@@ -72,9 +71,9 @@ func (s *Session) crashAfterFence(ctx context.Context, old history.LeaseRecord) 
 	return s.crashSink(ctx, floor)
 }
 
-// waitDrained waits until pod, the old leader, logged its bridge of term
-// joined (or stopped), but not past drain_timeout after the takeover at
-// tookOver.
+// waitDrained waits until pod, the old leader of term, logged its last
+// bridge joined (or stopped), but not past drain_timeout after the
+// takeover at tookOver.
 // Its drain then never overlaps the crash, so how long the restarted sink
 // takes (seconds more on a busy node) cannot push a drain past
 // drain_timeout; one that overruns it by itself still does, and
@@ -85,9 +84,7 @@ func (s *Session) waitDrained(ctx context.Context, pod string, term uint64, took
 	}
 	wctx, cancel := context.WithDeadline(ctx, tookOver.Add(s.dr.Timing.DrainTimeout))
 	defer cancel()
-	err := s.waitEvent(wctx, pod, "bridge_joined or stopped", func(ev eventlog.Event) bool {
-		return (ev.Kind == eventlog.KindBridgeJoined && ev.Epoch == term) || ev.Kind == eventlog.KindStopped
-	})
+	err := s.waitLog(wctx, pod, steppedDownWhat, steppedDown)
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		s.dr.log("%s: %s logged no bridge_joined by drain_timeout after the takeover; crashing the sink anyway", s.def.Name, pod)
 		return nil

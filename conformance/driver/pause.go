@@ -23,5 +23,5 @@ func (s *Session) pauseLeader(ctx context.Context, length time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return s.afterTakeover(ctx, h.Holder, pod, w.Recovered)
+	return s.afterTakeover(ctx, h, w.Recovered)
 }

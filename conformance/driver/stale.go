@@ -53,7 +53,7 @@ func (s *Session) deleteLease(ctx context.Context) error {
 	}
 	s.dr.log("%s: Lease re-created by %s at term %d", s.def.Name, rec.Holder, rec.Term)
 	if rec.Holder != h.Holder {
-		return s.afterTakeover(ctx, h.Holder, oldPod, w.Injected)
+		return s.afterTakeover(ctx, h, w.Injected)
 	}
 	return s.waitSink(ctx, fmt.Sprintf("%d commits of the re-created Lease's term %d", scenario.SettleCommits, rec.Term), scenario.SettleCommits,
 		func(a contract.Attempt) bool {

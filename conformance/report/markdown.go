@@ -22,8 +22,8 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 	fmt.Fprintf(&b, "# fencecheck conformance %s: %s\n\n", run.Meta.RunID, status)
 	fmt.Fprintf(&b, "%d results: %d as expected, %d not; %d negative controls caught; %d informative.\n\n", c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative)
 	fmt.Fprintf(&b, "Seed %d, %s to %s.\n", run.Meta.Seed, run.Meta.Started.UTC().Format(time.RFC3339), run.Meta.Ended.UTC().Format(time.RFC3339))
-	if len(run.Meta.Flags) > 0 {
-		fmt.Fprintf(&b, "Flags: `%s`\n", strings.Join(run.Meta.Flags, " "))
+	if f := SuiteFlags(run.Meta.Flags); len(f) > 0 {
+		fmt.Fprintf(&b, "Suite flags: `%s`\n", strings.Join(f, " "))
 	}
 	b.WriteString("\n")
 	if ts := scenario.MeasureWaits(run); len(ts) > 0 {
@@ -103,4 +103,24 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 
 func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// SuiteFlags is the suite's command line without the go test runtime's
+// own flags (-test.v=test2json, -test.timeout 40m, ...), which say how
+// the binary ran, not what the suite was asked. A -test. flag without "="
+// takes the next argument as its value unless that is a flag itself: the
+// suite has no positional arguments.
+func SuiteFlags(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-test.") {
+			out = append(out, a)
+			continue
+		}
+		if !strings.Contains(a, "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++
+		}
+	}
+	return out
 }

@@ -142,3 +142,11 @@ func TestLinearizabilityVisualization(t *testing.T) {
 		}
 	}
 }
+
+func TestSuiteFlagsDropTheTestRuntimes(t *testing.T) {
+	in := []string{"-test.v=test2json", "-test.paniconexit0", "-test.timeout", "40m", "--kubeconfig", "k", "--parallel", "3", "-test.count=1"}
+	want := []string{"--kubeconfig", "k", "--parallel", "3"}
+	if got := SuiteFlags(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("SuiteFlags(%q) = %q, want %q", in, got, want)
+	}
+}
