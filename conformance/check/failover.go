@@ -52,6 +52,12 @@ type TakeoverTime struct {
 	// or release, as the watch saw them: no follower could start earlier.
 	Start   time.Time `json:"start"`
 	Granted time.Time `json:"granted"` // the watch saw the new holder
+	// Acquired is the new holder's acquireTime in the Lease: its own clock
+	// when it began the attempt that won (zero if the Lease had none). It
+	// splits Took into the lease mechanics (Start -> Acquired: seeing the
+	// last renew, the TTL, the next retry) and the write path (Acquired ->
+	// FirstCommit: the update, the fence, the pacer, the first write).
+	Acquired time.Time `json:"acquired,omitzero"`
 	// FirstCommit is when the witness saw the first acknowledged write of
 	// the new term answered; RoundTrips the witness's timing of that write
 	// and of the new term's acknowledged fence.
@@ -163,6 +169,9 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 		caused[wi]++
 		tt := TakeoverTime{Cause: w.Kind, CausePod: w.Pod, Injected: w.Injected, From: t.From, To: t.To, FromTerm: t.FromTerm, ToTerm: t.ToTerm,
 			Granted: t.Observed, Start: w.Injected}
+		if a := recs[t.Index].AcquireTime; a != nil {
+			tt.Acquired = *a
+		}
 		for k := t.Index - 1; k >= 0; k-- {
 			r := recs[k]
 			if r.Event == "DELETED" {

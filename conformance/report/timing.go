@@ -57,6 +57,11 @@ type RunTiming struct {
 	// that never did.
 	Failovers []time.Duration
 	NoCommit  int
+	// ToAcquire and ToCommit split each timed failover that has the new
+	// holder's acquireTime, both sorted: the lease mechanics (start to the
+	// winning attempt) and the write path (that attempt to the first
+	// commit). Which one grows under load says where parallel runs cost.
+	ToAcquire, ToCommit []time.Duration
 	// ControlFailovers counts the scenarios left out of Failovers: negative
 	// controls whose failover-liveness must fail (slow on purpose).
 	ControlFailovers int
@@ -94,12 +99,18 @@ func MeasureRun(run *history.Run) RunTiming {
 		for _, t := range ts {
 			if !t.Judged() {
 				rt.NoCommit++
-			} else {
-				rt.Failovers = append(rt.Failovers, t.Took)
+				continue
+			}
+			rt.Failovers = append(rt.Failovers, t.Took)
+			if !t.Acquired.IsZero() {
+				rt.ToAcquire = append(rt.ToAcquire, t.Acquired.Sub(t.Start))
+				rt.ToCommit = append(rt.ToCommit, t.FirstCommit.Sub(t.Acquired))
 			}
 		}
 	}
 	slices.Sort(rt.Failovers)
+	slices.Sort(rt.ToAcquire)
+	slices.Sort(rt.ToCommit)
 	slices.Sort(rt.SinkRoundTrips)
 	slices.Sort(rt.Drains)
 	var setup time.Duration
@@ -208,6 +219,15 @@ func RunTable(rts ...RunTiming) string {
 		}
 		row(name, func(rt RunTiming) string { return rt.Percentile(p).Round(time.Millisecond).String() })
 	}
+	split := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "no acquireTime recorded"
+		}
+		return fmt.Sprintf("%v / %v / %v (%d)", percentile(ds, 50).Round(time.Millisecond), percentile(ds, 90).Round(time.Millisecond),
+			percentile(ds, 100).Round(time.Millisecond), len(ds))
+	}
+	row("failover to the winning attempt (Lease acquireTime), p50 / p90 / max", func(rt RunTiming) string { return split(rt.ToAcquire) })
+	row("failover from it to the first commit, p50 / p90 / max", func(rt RunTiming) string { return split(rt.ToCommit) })
 	// Why a drain can overrun drain_timeout under load: its depth times
 	// the round trip.
 	row("sink round trip at the witness, p50 / p90 / max (client writes answered)", func(rt RunTiming) string {

@@ -99,3 +99,38 @@ func TestRunTimingWritePath(t *testing.T) {
 		t.Errorf("an empty run:\n%s", tab)
 	}
 }
+
+// A failover splits at the new holder's acquireTime into the lease
+// mechanics and the write path; without one it is not split.
+func TestRunTimingSplit(t *testing.T) {
+	s := synth.Scenario("split", synth.Defect{})
+	if rt := MeasureRun(synth.Run("r", s)); len(rt.Failovers) == 0 || len(rt.ToAcquire) != 0 {
+		t.Fatalf("no acquireTime: %d failovers, %d split; want some and none", len(rt.Failovers), len(rt.ToAcquire))
+	}
+	tos := check.Takeovers(s)
+	var to check.Takeover
+	for _, x := range tos {
+		if x.From != "" {
+			to = x
+		}
+	}
+	times, _, _ := check.TakeoverTimes(s)
+	var took check.TakeoverTime
+	for _, x := range times {
+		if x.ToTerm == to.ToTerm {
+			took = x
+		}
+	}
+	if !took.Judged() {
+		t.Fatalf("the synthetic takeover to term %d is not timed: %+v", to.ToTerm, times)
+	}
+	acq := took.Start.Add(4 * time.Second)
+	s.Lease.Records[to.Index].AcquireTime = &acq
+	rt := MeasureRun(synth.Run("r", s))
+	if len(rt.ToAcquire) != 1 || rt.ToAcquire[0] != 4*time.Second || rt.ToAcquire[0]+rt.ToCommit[0] != took.Took {
+		t.Errorf("split %v + %v, want 4s + the rest of %v", rt.ToAcquire, rt.ToCommit, took.Took)
+	}
+	if tab := RunTable(rt); !strings.Contains(tab, "| failover to the winning attempt (Lease acquireTime), p50 / p90 / max | 4s / 4s / 4s (1) |") {
+		t.Errorf("table:\n%s", tab)
+	}
+}
