@@ -56,5 +56,5 @@ func (s *Session) stepDownWindow(ctx context.Context) error {
 	if left <= 0 {
 		return nil
 	}
-	return s.phase(scenario.PhaseStepDown, func() error { return Hold(ctx, left) })
+	return s.phase(ctx, scenario.PhaseStepDown, func() error { return Hold(ctx, left) })
 }

@@ -18,23 +18,23 @@ import (
 func (s *Session) Chaos(ctx context.Context) error {
 	switch s.def.Chaos {
 	case scenario.PartitionOnce:
-		return s.phase("partition", func() error { return s.partition(ctx, s.dr.Timing.Partition, schedule.Leader, 0) })
+		return s.phase(ctx, "partition", func() error { return s.partition(ctx, s.dr.Timing.Partition, schedule.Leader, 0) })
 	case scenario.ShutdownLeader:
-		return s.phase("shutdown-leader", func() error { return s.deleteLeader(ctx) })
+		return s.phase(ctx, "shutdown-leader", func() error { return s.deleteLeader(ctx) })
 	case scenario.Repeated:
 		return s.repeated(ctx)
 	case scenario.SinkCrash:
-		return s.phase("partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx, s.dr.Timing.Partition) })
+		return s.phase(ctx, "partition+sink-crash", func() error { return s.sinkCrashMidTakeover(ctx, s.dr.Timing.Partition) })
 	case scenario.LeaseDeleted:
-		return s.phase("delete-lease", func() error { return s.deleteLease(ctx) })
+		return s.phase(ctx, "delete-lease", func() error { return s.deleteLease(ctx) })
 	case scenario.PlannedHandover:
-		return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
+		return s.phase(ctx, "rolling-restart", func() error { return s.rollingRestart(ctx) })
 	case scenario.MixedFaults:
 		return s.mixed(ctx, false)
 	case scenario.MixedEveryKind:
 		return s.mixed(ctx, true)
 	case scenario.PauseLeader:
-		return s.phase("pause", func() error { return s.pauseLeader(ctx, s.dr.Timing.Partition) })
+		return s.phase(ctx, "pause", func() error { return s.pauseLeader(ctx, s.dr.Timing.Partition) })
 	}
 	return fmt.Errorf("unknown chaos %q", s.def.Chaos)
 }
@@ -201,10 +201,10 @@ func (s *Session) repeated(ctx context.Context) error {
 	if err := s.runSchedule(ctx, sch); err != nil {
 		return err
 	}
-	if err := s.phase("delete-leader", func() error { return s.deleteLeader(ctx) }); err != nil {
+	if err := s.phase(ctx, "delete-leader", func() error { return s.deleteLeader(ctx) }); err != nil {
 		return err
 	}
-	return s.phase("rolling-restart", func() error { return s.rollingRestart(ctx) })
+	return s.phase(ctx, "rolling-restart", func() error { return s.rollingRestart(ctx) })
 }
 
 // Hold lets d pass: the length of a fault or of a schedule's gap, which is

@@ -25,7 +25,11 @@ type Config struct {
 	Takeovers int
 	// WaitTimeout bounds any one wait inside a scenario.
 	WaitTimeout time.Duration
-	Logf        func(format string, args ...any)
+	// Quiet, shared by every driver of a run, keeps fault steps apart
+	// from other scenarios' deploys and collects; nil when scenarios run
+	// one at a time.
+	Quiet *Quiet
+	Logf  func(format string, args ...any)
 }
 
 // Driver runs scenarios on one target.
@@ -100,14 +104,14 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	}
 	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
 		WitnessArgs: d.Nemesis.Args()}
-	err = s.phase(scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) })
+	err = s.phase(ctx, scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) })
 	if u, ok := s.dep.(UnderTestNamer); ok {
 		s.Hist.UnderTest = u.UnderTest(ctx)
 	}
 	if err != nil {
 		return s, err
 	}
-	return s, s.phase(scenario.PhaseSteady, func() error {
+	return s, s.phase(ctx, scenario.PhaseSteady, func() error {
 		holder, err := s.waitHolder(ctx, "")
 		if err != nil {
 			return err
@@ -117,11 +121,33 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	})
 }
 
-// phase times fn as a named phase of the scenario.
-func (s *Session) phase(name string, fn func() error) error {
-	start := time.Now()
-	s.dr.log("%s: phase %s ...", s.def.Name, name)
-	err := fn()
+// phase times fn as a named phase of the scenario, behind the run's
+// Quiet gate: a deploy is heavy, a fault step waits for quiet, a wait
+// (steady, a schedule's gap, the step-down window) is neither. The time
+// spent at the gate is not the phase's own.
+func (s *Session) phase(ctx context.Context, name string, fn func() error) error {
+	var start time.Time
+	timed := func() error {
+		start = time.Now()
+		s.dr.log("%s: phase %s ...", s.def.Name, name)
+		return fn()
+	}
+	var waited time.Duration
+	var err error
+	switch {
+	case name == scenario.PhaseDeploy:
+		waited, err = s.dr.Quiet.Heavy(ctx, timed)
+	case name == scenario.PhaseSteady || name == scenario.PhaseStepDown || strings.HasPrefix(name, scenario.PhaseGap):
+		err = timed()
+	default:
+		waited, err = s.dr.Quiet.Fault(ctx, timed)
+	}
+	if start.IsZero() {
+		start = time.Now() // the gate's wait itself failed
+	}
+	if waited > time.Second {
+		s.dr.log("%s: phase %s waited %v at the quiet gate", s.def.Name, name, waited.Round(time.Millisecond))
+	}
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: name, Start: start, End: time.Now()})
 	if err != nil {
 		s.dr.log("%s: phase %s FAILED after %v: %v", s.def.Name, name, time.Since(start).Round(time.Millisecond), err)

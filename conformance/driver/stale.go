@@ -143,7 +143,7 @@ func (s *Session) runSchedule(ctx context.Context, sch schedule.Schedule) error 
 		if st.Gap > 0 {
 			// The schedule's quiet time between bursts: chaos timing, not
 			// synchronisation (a phase of its own for the waits model).
-			if err := s.phase(fmt.Sprintf("%s%d", scenario.PhaseGap, st.Index), func() error { return Hold(ctx, st.Gap) }); err != nil {
+			if err := s.phase(ctx, fmt.Sprintf("%s%d", scenario.PhaseGap, st.Index), func() error { return Hold(ctx, st.Gap) }); err != nil {
 				return err
 			}
 		}
@@ -151,7 +151,7 @@ func (s *Session) runSchedule(ctx context.Context, sch schedule.Schedule) error 
 		if st.KindOf() == schedule.Partition {
 			name += "-" + string(st.Role)
 		}
-		if err := s.phase(name, func() error { return runners[st.KindOf()](ctx, st) }); err != nil {
+		if err := s.phase(ctx, name, func() error { return runners[st.KindOf()](ctx, st) }); err != nil {
 			return err
 		}
 	}
