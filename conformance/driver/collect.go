@@ -51,64 +51,6 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	return s.Hist, errors.Join(errs...)
 }
 
-// podRead is one pod's /status and the outcome of re-reading its log.
-type podRead struct {
-	pod               string
-	status            json.RawMessage
-	statusErr, logErr error
-}
-
-// readPods reads every running pod's /status and its whole log (while it
-// still runs: a stalled follow stream must not cost the evidence), all at
-// once: each is a round trip through the apiserver, and at --parallel 3
-// they took 5 to 8 s one after another. In the pods' order.
-func (s *Session) readPods(ctx context.Context, pods []string, logs EventLog) []podRead {
-	out := make([]podRead, len(pods))
-	var wg sync.WaitGroup
-	for i, p := range pods {
-		out[i].pod = p
-		wg.Go(func() { out[i].status, out[i].statusErr = s.dep.Status(ctx, p) })
-		wg.Go(func() { out[i].logErr = logs.Refresh(ctx, p) })
-	}
-	wg.Wait()
-	return out
-}
-
-// putKeys are the record keys the sink's history or the witness saw
-// written, sorted: after a sink restart the sink's history covers its
-// last instance only, and every key a client wrote must be read.
-func putKeys(as []contract.Attempt, w *record.History) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(k string) {
-		if k != "" && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	for _, a := range as {
-		if a.Op == contract.OpPut {
-			add(a.Key)
-		}
-	}
-	if w != nil {
-		for _, o := range w.Operations {
-			if o.Method == "PUT" {
-				add(o.Key)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func witnessOps(h *history.Scenario) int {
-	if h.Witness == nil {
-		return 0
-	}
-	return len(h.Witness.Operations)
-}
-
 // collect reads the pods, stops the writers, and reads the witness, the
 // sink's history and its final records into the history; note keeps each
 // problem.
@@ -178,4 +120,62 @@ func (s *Session) collect(ctx context.Context, note func(error)) {
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: scenario.PhaseCollect, Start: start, End: time.Now()})
 	s.dr.log("%s: collected %d sink attempts, %d witness operations, %d final records, events from %d pods in %v (%s)", s.def.Name, len(s.Hist.Attempts),
 		witnessOps(s.Hist), len(s.Hist.FinalRecords), len(s.Hist.Events), time.Since(start).Round(time.Millisecond), strings.Join(steps, ", "))
+}
+
+// podRead is one pod's /status and the outcome of re-reading its log.
+type podRead struct {
+	pod               string
+	status            json.RawMessage
+	statusErr, logErr error
+}
+
+// readPods reads every running pod's /status and its whole log (while it
+// still runs: a stalled follow stream must not cost the evidence), all at
+// once: each is a round trip through the apiserver, and at --parallel 3
+// they took 5 to 8 s one after another. In the pods' order.
+func (s *Session) readPods(ctx context.Context, pods []string, logs EventLog) []podRead {
+	out := make([]podRead, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		out[i].pod = p
+		wg.Go(func() { out[i].status, out[i].statusErr = s.dep.Status(ctx, p) })
+		wg.Go(func() { out[i].logErr = logs.Refresh(ctx, p) })
+	}
+	wg.Wait()
+	return out
+}
+
+// putKeys are the record keys the sink's history or the witness saw
+// written, sorted: after a sink restart the sink's history covers its
+// last instance only, and every key a client wrote must be read.
+func putKeys(as []contract.Attempt, w *record.History) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(k string) {
+		if k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, a := range as {
+		if a.Op == contract.OpPut {
+			add(a.Key)
+		}
+	}
+	if w != nil {
+		for _, o := range w.Operations {
+			if o.Method == "PUT" {
+				add(o.Key)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func witnessOps(h *history.Scenario) int {
+	if h.Witness == nil {
+		return 0
+	}
+	return len(h.Witness.Operations)
 }
