@@ -30,13 +30,15 @@
 #                           Pause scenarios are reported not runnable.
 #   --timeout D             go test timeout (default 40m)
 #   --parallel N            scenarios run at once (the suite's --parallel;
-#                           default: the suite's, measured on 2 cores)
+#                           default 3, measured on 2 cores: docs/ci.md);
+#                           fault steps wait for quiet (suite flag
+#                           --quiet-gate=false turns that off)
 #   -h, --help              this text
 #   -- ARGS                 passed to the suite: e2e-framework flags
 #                           (--feature REGEX, --skip-features, --labels k=v)
 #                           and the suite's (--lease-duration, --partition,
 #                           --deploy-timeout, --scenario-timeout, --takeovers,
-#                           --keep-namespaces, --executor ...)
+#                           --keep-namespaces, --quiet-gate, --executor ...)
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 
