@@ -55,8 +55,10 @@ func (c *crashRun) probe(status int, inst string) {
 		o.Type, o.Result, o.ResultEpoch, o.HighestEpoch = record.OK, contract.ResultOK, 1, 1
 	case 409:
 		o.Type, o.Result, o.HighestEpoch = record.Fail, contract.ResultRejectStale, 2
+	case 401:
+		o.Type, o.Result = record.Fail, "UNAUTHORIZED" // the sink's auth answer (fixtures/sink/auth.go)
 	default:
-		o.Type = record.Fail
+		o.Type = record.Fail // a bare status: no contract result
 	}
 	c.add(o)
 }
@@ -147,6 +149,18 @@ func TestFloorSurvivesRestart(t *testing.T) {
 		c.ops = append(c.ops, o)
 	}
 	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), true, false, "not judged: probe #8 got no definite answer")
+
+	// A bare 404 (no contract result: not the sink), then the sink's 409:
+	// judged by the second; a bare 404 alone says nothing.
+	c = standardCrash(409, "b")
+	c.ops = append(c.ops[:7:7], record.Operation{ID: 8, Method: "PUT", Key: "fencecheck-probe", EpochHeader: "1", Epoch: 1, Harness: record.HarnessProbe,
+		Invoked: c.ops[6].Completed, Completed: c.ops[6].Completed.Add(time.Millisecond), Type: record.Fail, Status: 404})
+	for _, o := range standardCrash(409, "b").ops[7:] {
+		o.ID++
+		c.ops = append(c.ops, o)
+	}
+	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), true, false, "not judged: probe #8 got 404 with no contract result")
+	wantVerdict(t, judge(t, FloorSurvivesRestart, standardCrash(404, "").scenario(correctFinal)), false, true, "not the sink's answer")
 
 	// Without the crash's time, the write in flight at the kill may as
 	// well have reached the restarted sink: the probe proves nothing.

@@ -95,25 +95,6 @@ func (s *Session) waitDrained(ctx context.Context, pod string, term uint64, took
 	return err
 }
 
-// notTheSinksAnswer says why the probe's recorded outcome is not the
-// restarted sink's answer ("" when it is): no definite answer (not sent,
-// or none came), or a status with no contract result in its body. The
-// contract answers every request with a result; a bare status (an empty
-// 404 was seen 0.3 s after the sink came back, at --parallel 3,
-// s16-bench-p3) came from something else at the Service's address while
-// its endpoints settled, and judging it left neg-forget-floor-sink-crash
-// with no probe the restarted sink answered: INCONCLUSIVE, an escaped
-// control. Sent again with the same Idempotency-Key, like a lost answer.
-func notTheSinksAnswer(op record.Operation) string {
-	switch {
-	case op.Type == record.Info || op.Type == record.Invoke || (op.Type == record.Fail && op.Status == 0):
-		return fmt.Sprintf("got no definite answer (%s %s)", op.Type, op.Error)
-	case op.Result == "":
-		return fmt.Sprintf("got %d with no contract result in its body: not the sink's answer", op.Status)
-	}
-	return ""
-}
-
 // ackedWriteAt: a write of epoch term was acknowledged (writes flow).
 func ackedWriteAt(ops []record.Operation, term uint64) bool {
 	for _, o := range ops {
@@ -162,7 +143,7 @@ func (s *Session) crashSink(ctx context.Context, floor uint64) error {
 		if err := s.dep.WitnessAdmin(ctx, record.PathProbe, &probe, &op); err != nil {
 			return false, err
 		}
-		if why := notTheSinksAnswer(op); why != "" {
+		if why := check.NotTheSinksAnswer(op); why != "" {
 			s.dr.log("%s: probe #%d %s; again", s.def.Name, op.ID, why)
 			return false, nil
 		}

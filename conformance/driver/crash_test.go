@@ -34,6 +34,7 @@ func (d *probingDeployment) WitnessAdmin(_ context.Context, path string, req, re
 	case record.PathProbe:
 		op := d.answers[min(d.probes, len(d.answers)-1)]
 		op.ID = uint64(d.probes + 1)
+		op.Invoked, op.Completed = time.Now(), time.Now()
 		d.probes++
 		b, _ := json.Marshal(op)
 		return json.Unmarshal(b, resp)
@@ -70,11 +71,5 @@ func TestCrashSinkProbesAgainPastABareStatus(t *testing.T) {
 				t.Errorf("gate requests %v, want closed then open", dep.gate)
 			}
 		})
-	}
-	if why := notTheSinksAnswer(record.Operation{Type: record.Fail, Status: 404}); why == "" {
-		t.Error("a bare 404 taken for the sink's answer")
-	}
-	if why := notTheSinksAnswer(stale); why != "" {
-		t.Errorf("the sink's 409 REJECT_STALE_EPOCH not taken: %s", why)
 	}
 }
