@@ -83,6 +83,21 @@ type fv = struct {
 	e uint64
 }
 
+// probedTwice is the correct run in which the harness's first probe (op
+// #8) came back as first says, and the probe sent again was refused 409 by
+// the restarted instance b.
+func probedTwice(first record.Operation) *crashRun {
+	c := standardCrash(409, "b")
+	first.ID, first.Method, first.Key, first.EpochHeader, first.Epoch, first.Harness = 8, "PUT", "fencecheck-probe", "1", 1, record.HarnessProbe
+	first.Invoked, first.Completed = c.ops[6].Completed, c.ops[6].Completed.Add(time.Millisecond)
+	c.ops = append(c.ops[:7:7], first)
+	for _, o := range standardCrash(409, "b").ops[7:] {
+		o.ID++
+		c.ops = append(c.ops, o)
+	}
+	return c
+}
+
 // standard is the correct run up to the probe; after is what follows it.
 func standardCrash(probeStatus int, probeInst string) *crashRun {
 	c := &crashRun{t0: time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)}
@@ -141,24 +156,12 @@ func TestFloorSurvivesRestart(t *testing.T) {
 	wantVerdict(t, judge(t, FloorSurvivesRestart, &history.Scenario{}), false, true, "no witness history")
 
 	// A probe with no answer, sent again and refused: judged by the second.
-	c = standardCrash(409, "b")
-	c.ops = append(c.ops[:7:7], record.Operation{ID: 8, Method: "PUT", Key: "fencecheck-probe", EpochHeader: "1", Epoch: 1, Harness: record.HarnessProbe,
-		Invoked: c.ops[6].Completed, Completed: c.ops[6].Completed.Add(time.Millisecond), Type: record.Info, Error: "upstream: EOF"})
-	for _, o := range standardCrash(409, "b").ops[7:] {
-		o.ID++
-		c.ops = append(c.ops, o)
-	}
+	c = probedTwice(record.Operation{Type: record.Info, Error: "upstream: EOF"})
 	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), true, false, "not judged: probe #8 got no definite answer")
 
 	// A bare 404 (no contract result: not the sink), then the sink's 409:
 	// judged by the second; a bare 404 alone says nothing.
-	c = standardCrash(409, "b")
-	c.ops = append(c.ops[:7:7], record.Operation{ID: 8, Method: "PUT", Key: "fencecheck-probe", EpochHeader: "1", Epoch: 1, Harness: record.HarnessProbe,
-		Invoked: c.ops[6].Completed, Completed: c.ops[6].Completed.Add(time.Millisecond), Type: record.Fail, Status: 404})
-	for _, o := range standardCrash(409, "b").ops[7:] {
-		o.ID++
-		c.ops = append(c.ops, o)
-	}
+	c = probedTwice(record.Operation{Type: record.Fail, Status: 404})
 	wantVerdict(t, judge(t, FloorSurvivesRestart, c.scenario(correctFinal)), true, false, "not judged: probe #8 got 404 with no contract result")
 	wantVerdict(t, judge(t, FloorSurvivesRestart, standardCrash(404, "").scenario(correctFinal)), false, true, "not the sink's answer")
 

@@ -45,9 +45,7 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 	// scenario's fault step is open meanwhile (Quiet).
 	waited, err := s.dr.Quiet.Heavy(ctx, func() error { s.collect(ctx, note); return nil })
 	note(err)
-	if waited > time.Second {
-		s.dr.log("%s: collect waited %v at the quiet gate", s.def.Name, waited.Round(time.Millisecond))
-	}
+	s.gateWaited("collect", waited)
 	return s.Hist, errors.Join(errs...)
 }
 

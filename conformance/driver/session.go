@@ -145,9 +145,7 @@ func (s *Session) phase(ctx context.Context, name string, fn func() error) error
 	if start.IsZero() {
 		start = time.Now() // the gate's wait itself failed
 	}
-	if waited > time.Second {
-		s.dr.log("%s: phase %s waited %v at the quiet gate", s.def.Name, name, waited.Round(time.Millisecond))
-	}
+	s.gateWaited("phase "+name, waited)
 	s.Hist.Phases = append(s.Hist.Phases, history.Phase{Name: name, Start: start, End: time.Now()})
 	if err != nil {
 		s.dr.log("%s: phase %s FAILED after %v: %v", s.def.Name, name, time.Since(start).Round(time.Millisecond), err)
@@ -155,6 +153,13 @@ func (s *Session) phase(ctx context.Context, name string, fn func() error) error
 	}
 	s.dr.log("%s: phase %s done in %v", s.def.Name, name, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// gateWaited logs a wait at the quiet gate long enough to matter.
+func (s *Session) gateWaited(what string, waited time.Duration) {
+	if waited > time.Second {
+		s.dr.log("%s: %s waited %v at the quiet gate", s.def.Name, what, waited.Round(time.Millisecond))
+	}
 }
 
 // Close releases the scenario's namespace and processes.
