@@ -24,7 +24,7 @@ func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
 	release := make(chan struct{})
 	// Two fault steps open at once.
 	for range 2 {
-		go q.Fault(context.Background(), func() error {
+		go q.Fault(context.Background(), func(func()) error {
 			faults.Add(1)
 			check()
 			inFault <- struct{}{}
@@ -43,7 +43,7 @@ func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
 	// The heavy phase is now queued: a new fault step must wait behind it.
 	waitQueued(t, q)
 	lateRan := make(chan struct{})
-	go q.Fault(context.Background(), func() error { faults.Add(1); check(); faults.Add(-1); close(lateRan); return nil })
+	go q.Fault(context.Background(), func(func()) error { faults.Add(1); check(); faults.Add(-1); close(lateRan); return nil })
 	select {
 	case <-lateRan:
 		t.Fatal("a fault step ran past a waiting heavy phase")
@@ -56,6 +56,39 @@ func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
 	<-lateRan
 	if overlap.Load() {
 		t.Fatal("a heavy phase ran beside a fault step or another heavy phase")
+	}
+}
+
+// A fault step that reopens the gate lets a waiting heavy phase run
+// before the step returns; its own later reopen, and its end, release
+// nothing twice.
+func TestQuietReopenLetsHeavyPhasesIn(t *testing.T) {
+	q := NewQuiet()
+	reopened := make(chan func())
+	stepDone := make(chan struct{})
+	heavyRan := make(chan struct{})
+	go func() {
+		q.Fault(context.Background(), func(reopen func()) error {
+			reopened <- reopen
+			<-heavyRan // the heavy phase runs while the step is still open
+			reopen()   // a second call is harmless
+			return nil
+		})
+		close(stepDone)
+	}()
+	reopen := <-reopened
+	go q.Heavy(context.Background(), func() error { close(heavyRan); return nil })
+	waitQueued(t, q)
+	reopen()
+	select {
+	case <-heavyRan:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heavy phase still waits after the fault step reopened the gate")
+	}
+	<-stepDone
+	// Everything was released once: the whole weight is free again.
+	if !q.sem.TryAcquire(quietAll) {
+		t.Fatal("the gate is not whole again after the step and the heavy phase")
 	}
 }
 
@@ -85,7 +118,7 @@ func TestQuietWaitEndsWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	ran := false
-	_, err := q.Fault(ctx, func() error { ran = true; return nil })
+	_, err := q.Fault(ctx, func(func()) error { ran = true; return nil })
 	if ran || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ran %v, err %v; want not run, deadline exceeded", ran, err)
 	}

@@ -122,8 +122,9 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 }
 
 // phase times fn as a named phase of the scenario, behind the run's
-// Quiet gate: a deploy is heavy, a fault step waits for quiet, a wait
-// (steady, a schedule's gap, the step-down window) is neither. The time
+// Quiet gate: a deploy is heavy, a fault step waits for quiet and holds
+// it until its failover is over, a wait (steady, a schedule's gap, the
+// step-down window) is neither. The time
 // spent at the gate is not the phase's own.
 func (s *Session) phase(ctx context.Context, name string, fn func() error) error {
 	var start time.Time
@@ -140,7 +141,12 @@ func (s *Session) phase(ctx context.Context, name string, fn func() error) error
 	case name == scenario.PhaseSteady || name == scenario.PhaseStepDown || strings.HasPrefix(name, scenario.PhaseGap):
 		err = timed()
 	default:
-		waited, err = s.dr.Quiet.Fault(ctx, timed)
+		waited, err = s.dr.Quiet.Fault(ctx, func(reopen func()) error {
+			if s.dr.Quiet != nil {
+				defer s.reopenAfterFailover(ctx, name, reopen)()
+			}
+			return timed()
+		})
 	}
 	if start.IsZero() {
 		start = time.Now() // the gate's wait itself failed
