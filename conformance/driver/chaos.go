@@ -72,6 +72,9 @@ func (s *Session) partition(ctx context.Context, length time.Duration, role sche
 			return errors.New("no follower to partition")
 		}
 		target = followers[followerIndex%len(followers)]
+		// A follower's cut has no failover to time: nothing in it needs
+		// quiet, so other scenarios' deploys may run beside it.
+		s.reopenGate("a follower's cut times no failover")
 	}
 	s.dr.log("%s: partitioning %s (%s) for %v", s.def.Name, target, role, length)
 	w, err := s.dep.Partition(ctx, target, length, s.def.CutSinkToo && role == schedule.Leader)

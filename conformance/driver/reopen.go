@@ -49,6 +49,15 @@ func (s *Session) reopenAfterFailover(ctx context.Context, phase string, reopen 
 	return func() { cancel(); <-done }
 }
 
+// reopenGate lets heavy phases in for the rest of the fault step under
+// way, if any; why goes to the log.
+func (s *Session) reopenGate(why string) {
+	if s.reopen != nil {
+		s.reopen()
+		s.dr.log("%s: quiet gate reopened: %s", s.def.Name, why)
+	}
+}
+
 // newAcquisition is the first record after the first seen ones that
 // another acquisition wrote: a holder other than the last seen one's, or
 // the same holder acquiring again (a Lease deleted and re-created).

@@ -48,6 +48,9 @@ type Session struct {
 	lease *collect.LeaseWatcher
 	// finished: Finish ran (the suite's teardown may call it again).
 	finished bool
+	// reopen lets heavy phases in before the fault step under way ends
+	// (nil outside one, or with no gate).
+	reopen func()
 }
 
 func (dr *Driver) log(format string, a ...any) {
@@ -143,6 +146,8 @@ func (s *Session) phase(ctx context.Context, name string, fn func() error) error
 	default:
 		waited, err = s.dr.Quiet.Fault(ctx, func(reopen func()) error {
 			if s.dr.Quiet != nil {
+				s.reopen = reopen
+				defer func() { s.reopen = nil }()
 				defer s.reopenAfterFailover(ctx, name, reopen)()
 			}
 			return timed()
