@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aclements/go-moremath/stats"
 	"github.com/fencecheck/fencecheck/conformance/check"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
@@ -181,16 +182,39 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), n-1)]
 }
 
+// Slower says whether the failovers in a are slower than those in base:
+// the chance that one from a is the slower of a pair (0.5: no
+// difference) and the one-sided Mann-Whitney U test's p (small: a is
+// slower, not by chance).
+func Slower(a, base []time.Duration) string {
+	r, err := stats.MannWhitneyUTest(seconds(a), seconds(base), stats.LocationGreater)
+	if err != nil {
+		return "cannot tell: " + err.Error()
+	}
+	return fmt.Sprintf("%.2f, p = %.2f", r.U/float64(r.N1*r.N2), r.P)
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
 // RunTable renders runs side by side (one column each), so a serial and
 // a parallel run of the same scenarios compare in one table.
 func RunTable(rts ...RunTiming) string {
 	var b strings.Builder
-	row := func(name string, cell func(RunTiming) string) {
+	rowAt := func(name string, cell func(i int, rt RunTiming) string) {
 		b.WriteString("| " + name)
-		for _, rt := range rts {
-			b.WriteString(" | " + cell(rt))
+		for i, rt := range rts {
+			b.WriteString(" | " + cell(i, rt))
 		}
 		b.WriteString(" |\n")
+	}
+	row := func(name string, cell func(RunTiming) string) {
+		rowAt(name, func(_ int, rt RunTiming) string { return cell(rt) })
 	}
 	row("run", func(rt RunTiming) string { return rt.RunID })
 	b.WriteString("|---" + strings.Repeat("|---", len(rts)) + "|\n")
@@ -218,6 +242,24 @@ func RunTable(rts ...RunTiming) string {
 			name = "failover max"
 		}
 		row(name, func(rt RunTiming) string { return rt.Percentile(p).Round(time.Millisecond).String() })
+	}
+	// Percentiles of 40-odd failovers move 0.3 s run to run (client-go's
+	// retry jitter): whether one setting's failovers are slower is a
+	// question for a rank test against the baseline, the last column.
+	if len(rts) > 1 {
+		base := rts[len(rts)-1]
+		rowAt("failovers slower than the last column's? P(slower), one-sided Mann-Whitney p", func(i int, rt RunTiming) string {
+			if i == len(rts)-1 {
+				return "(the baseline)"
+			}
+			return Slower(rt.Failovers, base.Failovers)
+		})
+		rowAt("its write path (winning attempt to first commit) slower? P(slower), p", func(i int, rt RunTiming) string {
+			if i == len(rts)-1 {
+				return "(the baseline)"
+			}
+			return Slower(rt.ToCommit, base.ToCommit)
+		})
 	}
 	split := func(ds []time.Duration) string {
 		if len(ds) == 0 {

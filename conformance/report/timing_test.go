@@ -134,3 +134,29 @@ func TestRunTimingSplit(t *testing.T) {
 		t.Errorf("table:\n%s", tab)
 	}
 }
+
+// Slower tells a shifted distribution from the same one: the rank test
+// finds failovers 1 s slower, and not ones that only differ by order.
+func TestSlower(t *testing.T) {
+	var base, same, late []time.Duration
+	for i := range 40 {
+		d := 4*time.Second + time.Duration(i)*50*time.Millisecond // 4 s to 5.95 s
+		base = append(base, d)
+		same = append(same, 4*time.Second+time.Duration(39-i)*50*time.Millisecond)
+		late = append(late, d+time.Second)
+	}
+	// A 1 s shift over a 2 s spread: 1 - (1/2)²/2 of the pairs.
+	if got := Slower(late, base); got != "0.88, p = 0.00" {
+		t.Errorf("1 s later: %s, want 0.88, p = 0.00", got)
+	}
+	if got := Slower(same, base); got != "0.50, p = 0.50" {
+		t.Errorf("the same failovers: %s, want 0.50, p = 0.50", got)
+	}
+	if got := Slower(nil, base); !strings.HasPrefix(got, "cannot tell") {
+		t.Errorf("no failovers: %s", got)
+	}
+	tab := RunTable(RunTiming{RunID: "p3", Failovers: late}, RunTiming{RunID: "p1", Failovers: base})
+	if !strings.Contains(tab, "| failovers slower than the last column's? P(slower), one-sided Mann-Whitney p | 0.88, p = 0.00 |") || !strings.Contains(tab, "(the baseline) |") {
+		t.Errorf("table:\n%s", tab)
+	}
+}
