@@ -41,11 +41,10 @@ func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
 		}
 	}
 	note(s.stepDownWindow(ctx))
-	// Collect stops pods and reads everything: heavy, so no other
-	// scenario's fault step is open meanwhile (Quiet).
-	waited, err := s.dr.Quiet.Heavy(ctx, func() error { s.collect(ctx, note); return nil })
-	note(err)
-	s.gateWaited("collect", waited)
+	// Not behind the quiet gate: collect stops three processes and reads,
+	// less than the namespace deletion after it, which never was, and
+	// held at the gate it waited longer than it ran (s17-ten3-p3).
+	s.collect(ctx, note)
 	return s.Hist, errors.Join(errs...)
 }
 

@@ -3,59 +3,126 @@ package driver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // Quiet keeps the fault steps of scenarios that run at once (--parallel)
-// apart from each other's heavy phases. A deploy starts five pods and a
-// collect stops three: bursts of a core or more on two, and a failover
-// timed while one ran took 0.47 s longer on average than one that
-// overlapped none (s16-bench-p3, 43 failovers). So a fault step waits
-// until no heavy phase runs, and a heavy phase waits until no fault step
-// is open; fault steps share, heavy phases take turns. A fault step is
+// apart from other scenarios' deploys. A deploy starts five pods, a burst
+// of a core or more on two, and failovers timed beside one were the slow
+// ones before the gate. So a fault step waits while a deploy runs, and a
+// deploy waits until no fault step is open; fault steps share, deploys
+// take turns (first come, first served). The session holds a fault step
 // open from before its injection until its failover is over (the new
-// leader's first commit), not through its heal and settle. It is a
-// readers-writer lock with the writers first, on a FIFO semaphore, so a
-// waiting deploy is not starved by a stream of fault steps, and both
-// waits end with the caller's context.
+// leader's first commit), not through its heal and settle.
+//
+// Fault steps go first: a fault step may start while a deploy waits, so
+// the longest scenario's steps are not held behind a deploy that is
+// itself held behind other fault steps. A deploy that has waited
+// HeavyPatience is not starved: from then on no new fault step starts
+// until it has run. Every wait ends with the caller's context.
 //
 // A nil *Quiet gates nothing: one scenario at a time needs no gate (its
 // own phases never overlap).
-type Quiet struct{ sem *semaphore.Weighted }
+type Quiet struct {
+	mu     sync.Mutex
+	faults int  // open fault steps
+	heavy  bool // a heavy phase runs
+	// queue is the waiting heavy phases' arrival times, oldest first.
+	queue   []*time.Time
+	changed chan struct{} // closed and replaced at every change
+	now     func() time.Time
+}
 
-// quietAll is a heavy phase's weight: every fault step's slot at once.
-const quietAll = 1 << 30
+// HeavyPatience is how long a waiting deploy lets new fault steps pass
+// it: about one fault step's hold (the 5-7 s to a new leader's commit).
+const HeavyPatience = 5 * time.Second
 
 // NewQuiet returns an open gate.
-func NewQuiet() *Quiet { return &Quiet{sem: semaphore.NewWeighted(quietAll)} }
+func NewQuiet() *Quiet { return &Quiet{changed: make(chan struct{}), now: time.Now} }
 
 // Heavy runs fn when no fault step is open and no other heavy phase runs;
 // waited is how long it waited for that.
 func (q *Quiet) Heavy(ctx context.Context, fn func() error) (waited time.Duration, err error) {
-	return q.run(ctx, quietAll, "the open fault steps to end", func(func()) error { return fn() })
+	if q == nil {
+		return 0, fn()
+	}
+	start := q.clock()
+	q.mu.Lock()
+	ticket := &start
+	q.queue = append(q.queue, ticket)
+	q.mu.Unlock()
+	err = q.wait(ctx, "the open fault steps to end", func() bool {
+		if q.faults > 0 || q.heavy || q.queue[0] != ticket {
+			return false
+		}
+		q.queue, q.heavy = q.queue[1:], true
+		return true
+	}, func() { q.queue = slices.DeleteFunc(q.queue, func(t *time.Time) bool { return t == ticket }) })
+	waited = q.clock().Sub(start)
+	if err != nil {
+		return waited, err
+	}
+	defer q.change(func() { q.heavy = false })
+	return waited, fn()
 }
 
-// Fault runs fn, a fault step, when no heavy phase runs or waits. fn may
-// call reopen before it returns to let heavy phases in for the rest of
-// the step: once its failover is over, its heal and settle time nothing
-// a deploy beside them could stretch. reopen may be called more than once.
+// Fault runs fn, a fault step, when no heavy phase runs and none has
+// waited HeavyPatience. fn may call reopen before it returns to let
+// heavy phases in for the rest of the step: once its failover is over,
+// its heal and settle time nothing a deploy beside them could stretch.
+// reopen may be called more than once.
 func (q *Quiet) Fault(ctx context.Context, fn func(reopen func()) error) (waited time.Duration, err error) {
-	return q.run(ctx, 1, "the deploys and collects under way to end", fn)
-}
-
-func (q *Quiet) run(ctx context.Context, weight int64, what string, fn func(release func()) error) (time.Duration, error) {
 	if q == nil {
 		return 0, fn(func() {})
 	}
-	start := time.Now()
-	if err := q.sem.Acquire(ctx, weight); err != nil {
-		return time.Since(start), fmt.Errorf("waiting for %s: %w", what, err)
+	start := q.clock()
+	err = q.wait(ctx, "the deploys under way to end", func() bool {
+		if q.heavy || len(q.queue) > 0 && q.clock().Sub(*q.queue[0]) >= HeavyPatience {
+			return false
+		}
+		q.faults++
+		return true
+	}, func() {})
+	waited = q.clock().Sub(start)
+	if err != nil {
+		return waited, err
 	}
-	waited := time.Since(start)
-	release := sync.OnceFunc(func() { q.sem.Release(weight) })
+	release := sync.OnceFunc(func() { q.change(func() { q.faults-- }) })
 	defer release()
 	return waited, fn(release)
 }
+
+// wait blocks until admit, called under the lock at every change, takes
+// the gate; on ctx's end it calls leave under the lock and says what it
+// waited for. Only a change can admit a waiter: a deploy's patience
+// running out only holds fault steps back.
+func (q *Quiet) wait(ctx context.Context, what string, admit func() bool, leave func()) error {
+	for {
+		q.mu.Lock()
+		if admit() {
+			q.mu.Unlock()
+			return nil
+		}
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			q.change(leave)
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// change applies f under the lock and wakes every waiter.
+func (q *Quiet) change(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	f()
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+func (q *Quiet) clock() time.Time { return q.now() }

@@ -3,16 +3,38 @@ package driver
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// Fault steps share the gate; a heavy phase waits for the open ones to
-// end and, once it waits, a later fault step waits behind it (no
-// starvation); nothing heavy and no fault step ever run at once.
-func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
+// fakeClock is a Quiet's clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newTestQuiet() (*Quiet, *fakeClock) {
+	c := &fakeClock{t: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
 	q := NewQuiet()
+	q.now = c.now
+	return q, c
+}
+
+// Fault steps share the gate and go first: a new one passes a deploy
+// that waits for the open ones, until that deploy has waited
+// HeavyPatience; then new fault steps wait for it (no starvation). A
+// deploy never runs beside a fault step or another deploy.
+func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
+	q, clock := newTestQuiet()
 	var faults, heavy atomic.Int32
 	var overlap atomic.Bool
 	check := func() {
@@ -20,42 +42,72 @@ func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
 			overlap.Store(true)
 		}
 	}
-	inFault := make(chan struct{})
 	release := make(chan struct{})
-	// Two fault steps open at once.
-	for range 2 {
+	openFault := func() chan struct{} {
+		in := make(chan struct{})
 		go q.Fault(context.Background(), func(func()) error {
 			faults.Add(1)
 			check()
-			inFault <- struct{}{}
+			close(in)
 			<-release
 			faults.Add(-1)
 			return nil
 		})
+		return in
 	}
-	<-inFault
-	<-inFault
+	<-openFault()
 	heavyDone := make(chan time.Duration)
 	go func() {
 		w, _ := q.Heavy(context.Background(), func() error { heavy.Add(1); check(); heavy.Add(-1); return nil })
 		heavyDone <- w
 	}()
-	// The heavy phase is now queued: a new fault step must wait behind it.
 	waitQueued(t, q)
-	lateRan := make(chan struct{})
-	go q.Fault(context.Background(), func(func()) error { faults.Add(1); check(); faults.Add(-1); close(lateRan); return nil })
+	// A fresh waiting deploy lets a new fault step pass.
 	select {
-	case <-lateRan:
-		t.Fatal("a fault step ran past a waiting heavy phase")
+	case <-openFault():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a fault step waited behind a deploy that had waited no time")
+	}
+	// Once the deploy has waited HeavyPatience, a new fault step waits.
+	clock.add(HeavyPatience)
+	late := openFault()
+	select {
+	case <-late:
+		t.Fatal("a fault step ran past a deploy that had waited HeavyPatience")
 	case <-time.After(50 * time.Millisecond): // a negative check: nothing may happen
 	}
-	close(release)
-	if w := <-heavyDone; w <= 0 {
-		t.Errorf("the heavy phase waited %v, want > 0", w)
+	close(release) // the two open steps end; the deploy runs, then the late step
+	if w := <-heavyDone; w < HeavyPatience {
+		t.Errorf("the heavy phase waited %v, want at least %v", w, HeavyPatience)
 	}
-	<-lateRan
+	<-late
 	if overlap.Load() {
 		t.Fatal("a heavy phase ran beside a fault step or another heavy phase")
+	}
+}
+
+// Deploys take turns in the order they came.
+func TestQuietHeavyPhasesFirstComeFirstServed(t *testing.T) {
+	q, _ := newTestQuiet()
+	hold := make(chan struct{})
+	in := make(chan struct{})
+	go q.Fault(context.Background(), func(func()) error { close(in); <-hold; return nil })
+	<-in
+	var order []int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.Heavy(context.Background(), func() error { mu.Lock(); order = append(order, i); mu.Unlock(); return nil })
+		}()
+		waitQueuedN(t, q, i+1)
+	}
+	close(hold)
+	wg.Wait()
+	if len(order) != 3 || order[0] != 0 || order[1] != 1 || order[2] != 2 {
+		t.Fatalf("deploys ran in order %v, want [0 1 2]", order)
 	}
 }
 
@@ -63,7 +115,7 @@ func TestQuietKeepsFaultsApartFromHeavyPhases(t *testing.T) {
 // before the step returns; its own later reopen, and its end, release
 // nothing twice.
 func TestQuietReopenLetsHeavyPhasesIn(t *testing.T) {
-	q := NewQuiet()
+	q, _ := newTestQuiet()
 	reopened := make(chan func())
 	stepDone := make(chan struct{})
 	heavyRan := make(chan struct{})
@@ -86,32 +138,39 @@ func TestQuietReopenLetsHeavyPhasesIn(t *testing.T) {
 		t.Fatal("the heavy phase still waits after the fault step reopened the gate")
 	}
 	<-stepDone
-	// Everything was released once: the whole weight is free again.
-	if !q.sem.TryAcquire(quietAll) {
-		t.Fatal("the gate is not whole again after the step and the heavy phase")
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.faults != 0 || q.heavy || len(q.queue) != 0 {
+		t.Fatalf("after the step and the heavy phase: %d faults open, heavy %v, %d queued; want the gate whole", q.faults, q.heavy, len(q.queue))
 	}
 }
 
-// waitQueued waits until a heavy phase holds or waits for the gate: a
-// fault step can then no longer start at once.
-func waitQueued(t *testing.T, q *Quiet) {
+// waitQueued waits until a heavy phase waits for the gate.
+func waitQueued(t *testing.T, q *Quiet) { t.Helper(); waitQueuedN(t, q, 1) }
+
+func waitQueuedN(t *testing.T, q *Quiet, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for q.sem.TryAcquire(1) {
-		q.sem.Release(1)
+	for {
+		q.mu.Lock()
+		queued := len(q.queue)
+		q.mu.Unlock()
+		if queued >= n {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the heavy phase never queued")
+			t.Fatalf("%d heavy phases queued, want %d", queued, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
 // A wait at the gate ends with the context, and says what it waited for;
-// the step does not run. A nil gate runs everything at once.
+// the step does not run, and a deploy that gave up leaves the queue. A
+// nil gate runs everything at once.
 func TestQuietWaitEndsWithTheContext(t *testing.T) {
-	q := NewQuiet()
+	q, _ := newTestQuiet()
 	hold := make(chan struct{})
-	defer close(hold)
 	started := make(chan struct{})
 	go q.Heavy(context.Background(), func() error { close(started); <-hold; return nil })
 	<-started
@@ -121,6 +180,17 @@ func TestQuietWaitEndsWithTheContext(t *testing.T) {
 	_, err := q.Fault(ctx, func(func()) error { ran = true; return nil })
 	if ran || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ran %v, err %v; want not run, deadline exceeded", ran, err)
+	}
+	_, err = q.Heavy(ctx, func() error { ran = true; return nil })
+	if ran || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("heavy: ran %v, err %v; want not run, deadline exceeded", ran, err)
+	}
+	close(hold)
+	q.mu.Lock()
+	queued := len(q.queue)
+	q.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d deploys still queued after theirs gave up", queued)
 	}
 	var none *Quiet
 	if w, err := none.Heavy(context.Background(), func() error { return errors.New("x") }); w != 0 || err == nil || err.Error() != "x" {

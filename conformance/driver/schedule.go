@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 
 	"github.com/fencecheck/fencecheck/conformance/scenario"
@@ -36,10 +38,10 @@ func RunAll(parallel int, defs []scenario.Def, run func(scenario.Def)) {
 		}()
 	}
 	// Handed out in the order given, so a serial run keeps its order; in
-	// parallel the seeded schedules go first (longest-processing-time
-	// first): started last, the longest would run on alone at the end.
+	// parallel the longest go first (longest-processing-time first):
+	// started last, a long one would run on alone at the end.
 	if parallel > 1 {
-		shared = multistepFirst(shared)
+		shared = longestFirst(shared)
 	}
 	for _, d := range shared {
 		next <- d
@@ -51,16 +53,10 @@ func RunAll(parallel int, defs []scenario.Def, run func(scenario.Def)) {
 	}
 }
 
-// multistepFirst is defs with the multi-step scenarios first, each group
-// in the order given.
-func multistepFirst(defs []scenario.Def) []scenario.Def {
-	out := make([]scenario.Def, 0, len(defs))
-	for _, long := range []bool{true, false} {
-		for _, d := range defs {
-			if d.Multistep() == long {
-				out = append(out, d)
-			}
-		}
-	}
+// longestFirst is defs by WaitRank, highest first, each rank in the order
+// given.
+func longestFirst(defs []scenario.Def) []scenario.Def {
+	out := slices.Clone(defs)
+	slices.SortStableFunc(out, func(a, b scenario.Def) int { return cmp.Compare(b.WaitRank(), a.WaitRank()) })
 	return out
 }

@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/history"
+
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 )
 
@@ -58,15 +61,18 @@ func TestRunAllBoundsAndIsolates(t *testing.T) {
 	}
 }
 
-// In parallel the seeded schedules are handed out first, so the longest
-// is not left running alone at the end; each group keeps its order.
-func TestMultistepFirst(t *testing.T) {
-	defs := []scenario.Def{{Name: "a"}, {Name: "b"}, {Name: "rep", Chaos: scenario.Repeated}, {Name: "c"}, {Name: "mix", Chaos: scenario.MixedFaults}}
+// In parallel the longest are handed out first, so none is left running
+// alone at the end: the seeded schedules, then the waits on
+// drain_timeout; each rank keeps its order.
+func TestLongestFirst(t *testing.T) {
+	stepsDown := map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass}
+	defs := []scenario.Def{{Name: "a"}, {Name: "stale", Reconciler: scenario.Reconciler{IgnoreDemotion: true}}, {Name: "b"},
+		{Name: "rep", Chaos: scenario.Repeated}, {Name: "heal", Expect: stepsDown}, {Name: "c"}, {Name: "mix", Chaos: scenario.MixedFaults}}
 	var got []string
-	for _, d := range multistepFirst(defs) {
+	for _, d := range longestFirst(defs) {
 		got = append(got, d.Name)
 	}
-	if want := "[rep mix a b c]"; fmt.Sprint(got) != want {
+	if want := "[rep mix stale heal a b c]"; fmt.Sprint(got) != want {
 		t.Errorf("hand-out order %v, want %s", got, want)
 	}
 }

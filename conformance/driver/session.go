@@ -26,7 +26,7 @@ type Config struct {
 	// WaitTimeout bounds any one wait inside a scenario.
 	WaitTimeout time.Duration
 	// Quiet, shared by every driver of a run, keeps fault steps apart
-	// from other scenarios' deploys and collects; nil when scenarios run
+	// from other scenarios' deploys; nil when scenarios run
 	// one at a time.
 	Quiet *Quiet
 	Logf  func(format string, args ...any)

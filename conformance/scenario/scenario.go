@@ -58,6 +58,26 @@ func (d Def) Multistep() bool {
 	return false
 }
 
+// WaitRank ranks a scenario's waits coarsely, for the order scenarios
+// start in when several run at once (longest first, so a long one does
+// not run on alone at the end): 2 for a seeded schedule of several
+// faults (a minute or more), 1 for a wait bound to drain_timeout (the
+// step-down window, or a stale leader's writes past it) or a new leader
+// that idles before its first write (25-35 s on the default timing), 0
+// for one fault (8-20 s).
+func (d Def) WaitRank() int {
+	switch {
+	case d.Multistep():
+		return 2
+	case d.Reconciler.IgnoreDemotion, d.Reconciler.LeadDelay > 0:
+		return 1
+	}
+	if exp, ok := d.Expect[check.OldLeaderStepsDown]; ok && exp != history.Any {
+		return 1
+	}
+	return 0
+}
+
 // Timing is the lease and bridge timing every scenario runs with.
 type Timing struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration

@@ -52,7 +52,7 @@ var (
 	keepNamespaces  = flag.Bool("keep-namespaces", false, "keep each scenario's namespace for inspection")
 	takeovers       = flag.Int("takeovers", 3, "partitions in the repeated-takeovers scenario")
 	parallel        = flag.Int("parallel", defaultParallel, "scenarios run at once, each in its own namespace (1: one after another; a scenario marked Exclusive always runs alone)")
-	quietGate       = flag.Bool("quiet-gate", true, "with --parallel above 1, keep every fault step apart from other scenarios' deploys and collects (driver.Quiet): failover times as at 1, the wall about 1.3x longer than without")
+	quietGate       = flag.Bool("quiet-gate", true, "with --parallel above 1, keep every fault step, until its failover is over, apart from other scenarios' deploys (driver.Quiet): failover times as at 1")
 	controllerDir   = flag.String("controller", "", "directory of a user's controller manifests to test instead of our fixture (docs/controller-contract.md); relative to the repository root")
 	timing          = scenario.DefaultTiming()
 
@@ -171,7 +171,7 @@ func TestMain(m *testing.M) {
 		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Images: pushed})
 		var quiet *driver.Quiet
 		if *parallel > 1 && *quietGate {
-			quiet = driver.NewQuiet() // fault steps apart from other scenarios' deploys and collects
+			quiet = driver.NewQuiet() // fault steps apart from other scenarios' deploys
 		}
 		*drv = driver.Driver{Target: target, Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID,
 			Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf, Quiet: quiet}}
