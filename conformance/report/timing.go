@@ -63,6 +63,10 @@ type RunTiming struct {
 	// winning attempt) and the write path (that attempt to the first
 	// commit). Which one grows under load says where parallel runs cost.
 	ToAcquire, ToCommit []time.Duration
+	// BesideDeploy are the failovers (in Failovers) timed while another
+	// scenario deployed, the load the quiet gate keeps out: none with the
+	// gate, and what it costs without.
+	BesideDeploy []time.Duration
 	// ControlFailovers counts the scenarios left out of Failovers: negative
 	// controls whose failover-liveness must fail (slow on purpose).
 	ControlFailovers int
@@ -103,6 +107,9 @@ func MeasureRun(run *history.Run) RunTiming {
 				continue
 			}
 			rt.Failovers = append(rt.Failovers, t.Took)
+			if deployingBeside(run, s, t.Start, t.FirstCommit) {
+				rt.BesideDeploy = append(rt.BesideDeploy, t.Took)
+			}
 			if !t.Acquired.IsZero() {
 				rt.ToAcquire = append(rt.ToAcquire, t.Acquired.Sub(t.Start))
 				rt.ToCommit = append(rt.ToCommit, t.FirstCommit.Sub(t.Acquired))
@@ -128,6 +135,21 @@ func MeasureRun(run *history.Run) RunTiming {
 	}
 	rt.Wall = last.Sub(first)
 	return rt
+}
+
+// deployingBeside: another scenario than s deployed between from and to.
+func deployingBeside(run *history.Run, s *history.Scenario, from, to time.Time) bool {
+	for _, o := range run.Scenarios {
+		if o == s {
+			continue
+		}
+		for _, p := range o.Phases {
+			if p.Name == scenario.PhaseDeploy && p.Start.Before(to) && p.End.After(from) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addWrites adds s's answered client writes at the witness and its bridge
@@ -261,6 +283,24 @@ func RunTable(rts ...RunTiming) string {
 			return Slower(rt.ToCommit, base.ToCommit)
 		})
 	}
+	row("failovers timed beside another scenario's deploy: n, mean (the others' mean)", func(rt RunTiming) string {
+		if len(rt.BesideDeploy) == 0 {
+			return "none"
+		}
+		var beside, all time.Duration
+		for _, d := range rt.BesideDeploy {
+			beside += d
+		}
+		for _, d := range rt.Failovers {
+			all += d
+		}
+		n, rest := len(rt.BesideDeploy), len(rt.Failovers)-len(rt.BesideDeploy)
+		others := "none"
+		if rest > 0 {
+			others = ((all - beside) / time.Duration(rest)).Round(time.Millisecond).String()
+		}
+		return fmt.Sprintf("%d, %v (%s)", n, (beside / time.Duration(n)).Round(time.Millisecond), others)
+	})
 	split := func(ds []time.Duration) string {
 		if len(ds) == 0 {
 			return "no acquireTime recorded"

@@ -52,6 +52,18 @@ func TestRunTiming(t *testing.T) {
 	if len(rt.Failovers) != 2 || rt.Percentile(50) != rt.Failovers[0] || rt.Percentile(100) != rt.Failovers[1] {
 		t.Errorf("failovers %v", rt.Failovers)
 	}
+	// b deploys (5-6 s) while a's failover runs; nothing deploys during b's.
+	if len(rt.BesideDeploy) != 1 {
+		t.Errorf("failovers beside another scenario's deploy: %v, want a's alone", rt.BesideDeploy)
+	}
+	own := synth.Scenario("own", synth.Defect{})
+	own.Phases[0].End = own.Phases[len(own.Phases)-1].End // its deploy spans its failover
+	if own.Phases[0].Name != scenario.PhaseDeploy {
+		t.Fatalf("synthetic phase 0 is %q, want the deploy", own.Phases[0].Name)
+	}
+	if lone := MeasureRun(synth.Run("s", own)); len(lone.BesideDeploy) != 0 {
+		t.Errorf("one scenario alone: %v beside a deploy, want none (its own deploy does not count)", lone.BesideDeploy)
+	}
 	tab := RunTable(rt, MeasureRun(synth.Run("s", a)))
 	for _, want := range []string{"| run | r | s |", "| --parallel | 2 | (default) |", "| **wall / longest unavoidable** | **1.79x** | **1.43x** |", "| failover p50 |"} {
 		if !strings.Contains(tab, want) {
