@@ -12,8 +12,8 @@ import (
 // apart from other scenarios' deploys. A deploy starts five pods, a burst
 // of a core or more on two, and failovers timed beside one were the slow
 // ones before the gate. So a fault step waits while a deploy runs, and a
-// deploy waits until no fault step is open; fault steps share, deploys
-// take turns (first come, first served). The session holds a fault step
+// deploy waits until no fault step is open; fault steps share, and so do
+// deploys (two deploys at once time nothing). The session holds a fault step
 // open from before its injection until its failover is over (the new
 // leader's first commit), not through its heal and settle.
 //
@@ -27,8 +27,8 @@ import (
 // own phases never overlap).
 type Quiet struct {
 	mu     sync.Mutex
-	faults int  // open fault steps
-	heavy  bool // a heavy phase runs
+	faults int // open fault steps
+	heavy  int // heavy phases running
 	// queue is the waiting heavy phases' arrival times, oldest first.
 	queue   []*time.Time
 	changed chan struct{} // closed and replaced at every change
@@ -42,8 +42,8 @@ const HeavyPatience = 5 * time.Second
 // NewQuiet returns an open gate.
 func NewQuiet() *Quiet { return &Quiet{changed: make(chan struct{}), now: time.Now} }
 
-// Heavy runs fn when no fault step is open and no other heavy phase runs;
-// waited is how long it waited for that.
+// Heavy runs fn when no fault step is open; waited is how long it waited
+// for that.
 func (q *Quiet) Heavy(ctx context.Context, fn func() error) (waited time.Duration, err error) {
 	if q == nil {
 		return 0, fn()
@@ -54,18 +54,24 @@ func (q *Quiet) Heavy(ctx context.Context, fn func() error) (waited time.Duratio
 	q.queue = append(q.queue, ticket)
 	q.mu.Unlock()
 	err = q.wait(ctx, "the open fault steps to end", func() bool {
-		if q.faults > 0 || q.heavy || q.queue[0] != ticket {
+		if q.faults > 0 {
 			return false
 		}
-		q.queue, q.heavy = q.queue[1:], true
+		q.leave(ticket)
+		q.heavy++
 		return true
-	}, func() { q.queue = slices.DeleteFunc(q.queue, func(t *time.Time) bool { return t == ticket }) })
+	}, func() { q.leave(ticket) })
 	waited = q.clock().Sub(start)
 	if err != nil {
 		return waited, err
 	}
-	defer q.change(func() { q.heavy = false })
+	defer q.change(func() { q.heavy-- })
 	return waited, fn()
+}
+
+// leave takes a heavy phase's ticket out of the queue.
+func (q *Quiet) leave(ticket *time.Time) {
+	q.queue = slices.DeleteFunc(q.queue, func(t *time.Time) bool { return t == ticket })
 }
 
 // Fault runs fn, a fault step, when no heavy phase runs and none has
@@ -79,7 +85,7 @@ func (q *Quiet) Fault(ctx context.Context, fn func(reopen func()) error) (waited
 	}
 	start := q.clock()
 	err = q.wait(ctx, "the deploys under way to end", func() bool {
-		if q.heavy || len(q.queue) > 0 && q.clock().Sub(*q.queue[0]) >= HeavyPatience {
+		if q.heavy > 0 || len(q.queue) > 0 && q.clock().Sub(*q.queue[0]) >= HeavyPatience {
 			return false
 		}
 		q.faults++

@@ -402,14 +402,13 @@ func keep(h *history.Scenario) {
 }
 
 // defaultParallel: three scenarios at once, with the quiet gate
-// (driver.Quiet: no fault step beside another scenario's deploy or
-// collect). Without the gate, every earlier run at 3 kept the verdicts
-// but lengthened the failover tail (p90 6.43 s against 5.91 s at 1,
-// s16-bench; 7.04 s against 5.93 s on a slower machine, s13-all-p3):
-// the failovers that overlapped a deploy or collect took 0.47 s longer.
-// With it, the whole suite at 3 gave 5.02 / 5.88 / 6.27 s (p50 / p90 /
-// p99) against 5.18 / 5.91 / 6.54 s at 1 (s16-quiet-p3), in 0.47x the
-// wall. At 4 (speed-b1-p4, before the gate) a drain overran
+// (driver.Quiet: no fault step, from before its injection to its new
+// leader's first commit, beside another scenario's deploy). Without the
+// gate, every run at 3 kept the verdicts, but failovers timed beside a
+// deploy took 5.42 s against 4.95 s (s16-bench-p3, 16 of 44). With it,
+// the whole suite at 3 gave 5.07 / 5.73 / 5.92 s (p50 / p90 / p99)
+// against 5.27 / 6.22 / 6.56 s at 1, same seed (s17-final), in 0.36x
+// the wall. At 4 (speed-b1-p4, before the gate) a drain overran
 // drain_timeout; at 2 the tail grew 6% (docs/ci.md). The suite's
 // --parallel is registered before e2e-framework parses its flags, so it
 // replaces e2e-framework's own --parallel (a bool, every feature at once).
