@@ -13,9 +13,9 @@ import (
 // of a core or more on two, and failovers timed beside one were the slow
 // ones before the gate. So a fault step waits while a deploy runs, and a
 // deploy waits until no fault step is open; fault steps share, and so do
-// deploys (two deploys at once time nothing). The session holds a fault step
-// open from before its injection until its failover is over (the new
-// leader's first commit), not through its heal and settle.
+// deploys (two deploys at once time nothing). The session holds a fault
+// step open from before its injection until its failover is over (the
+// new leader's first commit), not through its heal and settle.
 //
 // Fault steps go first: a fault step may start while a deploy waits, so
 // the longest scenario's steps are not held behind a deploy that is
@@ -48,7 +48,7 @@ func (q *Quiet) Heavy(ctx context.Context, fn func() error) (waited time.Duratio
 	if q == nil {
 		return 0, fn()
 	}
-	start := q.clock()
+	start := q.now()
 	q.mu.Lock()
 	ticket := &start
 	q.queue = append(q.queue, ticket)
@@ -61,7 +61,7 @@ func (q *Quiet) Heavy(ctx context.Context, fn func() error) (waited time.Duratio
 		q.heavy++
 		return true
 	}, func() { q.leave(ticket) })
-	waited = q.clock().Sub(start)
+	waited = q.now().Sub(start)
 	if err != nil {
 		return waited, err
 	}
@@ -83,15 +83,15 @@ func (q *Quiet) Fault(ctx context.Context, fn func(reopen func()) error) (waited
 	if q == nil {
 		return 0, fn(func() {})
 	}
-	start := q.clock()
+	start := q.now()
 	err = q.wait(ctx, "the deploys under way to end", func() bool {
-		if q.heavy > 0 || len(q.queue) > 0 && q.clock().Sub(*q.queue[0]) >= HeavyPatience {
+		if q.heavy > 0 || len(q.queue) > 0 && q.now().Sub(*q.queue[0]) >= HeavyPatience {
 			return false
 		}
 		q.faults++
 		return true
 	}, func() {})
-	waited = q.clock().Sub(start)
+	waited = q.now().Sub(start)
 	if err != nil {
 		return waited, err
 	}
@@ -130,5 +130,3 @@ func (q *Quiet) change(f func()) {
 	close(q.changed)
 	q.changed = make(chan struct{})
 }
-
-func (q *Quiet) clock() time.Time { return q.now() }

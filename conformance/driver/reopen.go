@@ -14,7 +14,8 @@ import (
 // commits, the old leader's step-down) times nothing that a deploy
 // beside it could stretch much: the step-down is judged against
 // drain_timeout (15 s by default; joins take under 2 s). A step with no
-// takeover (a follower's cut) keeps the gate to its end. The sink is read
+// takeover (held writes, lost answers) keeps the gate to its end; a
+// follower's cut opens it at once (Session.partition). The sink is read
 // only once the acquisition is seen, so the wait adds no load before it.
 // stop ends the wait and returns once it has.
 func (s *Session) reopenAfterFailover(ctx context.Context, phase string, reopen func()) (stop func()) {

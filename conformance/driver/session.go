@@ -127,8 +127,8 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 // phase times fn as a named phase of the scenario, behind the run's
 // Quiet gate: a deploy is heavy, a fault step waits for quiet and holds
 // it until its failover is over, a wait (steady, a schedule's gap, the
-// step-down window) is neither. The time
-// spent at the gate is not the phase's own.
+// step-down window) is neither. The time spent at the gate is not the
+// phase's own.
 func (s *Session) phase(ctx context.Context, name string, fn func() error) error {
 	var start time.Time
 	timed := func() error {

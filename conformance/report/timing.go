@@ -269,19 +269,17 @@ func RunTable(rts ...RunTiming) string {
 	// retry jitter): whether one setting's failovers are slower is a
 	// question for a rank test against the baseline, the last column.
 	if len(rts) > 1 {
-		base := rts[len(rts)-1]
-		rowAt("failovers slower than the last column's? P(slower), one-sided Mann-Whitney p", func(i int, rt RunTiming) string {
-			if i == len(rts)-1 {
-				return "(the baseline)"
-			}
-			return Slower(rt.Failovers, base.Failovers)
-		})
-		rowAt("its write path (winning attempt to first commit) slower? P(slower), p", func(i int, rt RunTiming) string {
-			if i == len(rts)-1 {
-				return "(the baseline)"
-			}
-			return Slower(rt.ToCommit, base.ToCommit)
-		})
+		vsBase := func(name string, of func(RunTiming) []time.Duration) {
+			base := of(rts[len(rts)-1])
+			rowAt(name, func(i int, rt RunTiming) string {
+				if i == len(rts)-1 {
+					return "(the baseline)"
+				}
+				return Slower(of(rt), base)
+			})
+		}
+		vsBase("failovers slower than the last column's? P(slower), one-sided Mann-Whitney p", func(rt RunTiming) []time.Duration { return rt.Failovers })
+		vsBase("its write path (winning attempt to first commit) slower? P(slower), p", func(rt RunTiming) []time.Duration { return rt.ToCommit })
 	}
 	row("failovers timed beside another scenario's deploy: n, mean (the others' mean)", func(rt RunTiming) string {
 		if len(rt.BesideDeploy) == 0 {
