@@ -30,5 +30,8 @@ func TestCalibrateConcurrencyOnPostgres(t *testing.T) {
 		{name: "check-then-act sink with no pause on PostgreSQL", start: func(t *testing.T) *sinktest.Sink {
 			return checkThenAct(t, pgOpener(t))
 		}, noWindow: true},
+		{name: "racy-short variant (check-then-act, 0.5 ms pause) on PostgreSQL", start: func(t *testing.T) *sinktest.Sink {
+			return sinktest.Start(t, pgOpener(t), "racy-short")
+		}},
 	}, n)
 }

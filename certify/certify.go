@@ -24,16 +24,20 @@ import (
 // Profiles, in the order they run. core is fencing only; hygiene is wire
 // format (exact status codes, size limits, malformed keys), kept apart so a
 // certificate about fencing is not failed by hygiene, nor the other way.
+// domain walks the floor up to 2^64-1, which leaves the sink refusing
+// every writer for ever: it runs last, and only on a sink declared
+// disposable.
 const (
 	ProfileCore        = "core"
 	ProfileIdempotency = "idempotency"
 	ProfileDurability  = "durability"
 	ProfileConcurrency = "concurrency"
 	ProfileHygiene     = "hygiene"
+	ProfileDomain      = "domain"
 )
 
 // AllProfiles lists every profile.
-var AllProfiles = []string{ProfileCore, ProfileIdempotency, ProfileDurability, ProfileConcurrency, ProfileHygiene}
+var AllProfiles = []string{ProfileCore, ProfileIdempotency, ProfileDurability, ProfileConcurrency, ProfileHygiene, ProfileDomain}
 
 // Config says what to certify and how.
 type Config struct {
@@ -60,18 +64,72 @@ type Config struct {
 	// ReportDir, when set, receives porcupine's visualization of a history
 	// that is not linearizable (the CLI passes --report).
 	ReportDir string
+	// Disposable declares that the sink may be left unusable: the domain
+	// profile raises its floor to 2^64-1, after which it refuses every
+	// writer for ever. Reset, when set, makes the sink fresh (floor 0, no
+	// records) and returns once it is; it also declares the sink
+	// disposable, and lets a failing walk be replayed and shrunk. Without
+	// either the domain profile does not run.
+	Disposable bool
+	Reset      func(ctx context.Context) error
+}
+
+// notRunReason says why profile p cannot run with cfg ("" when it can).
+func (cfg Config) notRunReason(p string) string {
+	switch {
+	case p == ProfileDurability && cfg.Restart == nil && cfg.Kill == nil:
+		return "it restarts the sink: it needs --restart-cmd and --kill-cmd"
+	case p == ProfileDomain && !cfg.Disposable && cfg.Reset == nil:
+		return "it raises the sink's floor to 2^64-1 for ever: it runs only on a sink declared disposable (--disposable, or a --reset-cmd that gives a fresh sink)"
+	}
+	return ""
+}
+
+// PlanProfiles is the profiles a run of cfg runs and why each other one
+// does not. Without cfg.Profiles it runs every profile cfg allows; asked
+// for by name, a profile that cannot run is an error.
+func PlanProfiles(cfg Config) (run []string, notRun map[string]string, err error) {
+	notRun = map[string]string{}
+	for _, p := range cfg.Profiles {
+		if !slices.Contains(AllProfiles, p) {
+			return nil, nil, fmt.Errorf("unknown profile %q (known: %s)", p, strings.Join(AllProfiles, ","))
+		}
+		if why := cfg.notRunReason(p); why != "" {
+			return nil, nil, fmt.Errorf("the %s profile cannot run: %s", p, why)
+		}
+	}
+	for _, p := range AllProfiles {
+		switch {
+		case len(cfg.Profiles) > 0 && !slices.Contains(cfg.Profiles, p):
+			notRun[p] = "not asked for (--profile)"
+		case len(cfg.Profiles) == 0 && cfg.notRunReason(p) != "":
+			notRun[p] = cfg.notRunReason(p)
+		default:
+			run = append(run, p)
+		}
+	}
+	return run, notRun, nil
 }
 
 // Exchange is one request and what came back, for failure reports. Text
-// from the sink is quoted and escaped.
+// from the sink is quoted and escaped. A step of a model-based check also
+// has the model's answer (Want), and Error says why the sink's is not it.
 type Exchange struct {
 	Request  string `json:"request"`
 	Status   int    `json:"status,omitempty"`
 	Response string `json:"response,omitempty"`
 	Error    string `json:"error,omitempty"`
+	Want     string `json:"want,omitempty"`
 }
 
 func (e Exchange) String() string {
+	if e.Want != "" {
+		s := fmt.Sprintf("> %s\n< %s", e.Request, e.Response)
+		if e.Error != "" {
+			s += "   <- " + e.Error
+		}
+		return s + "\n= the model: " + e.Want
+	}
 	if e.Status == 0 && e.Error == "" && e.Response == "" {
 		return "- " + e.Request // a note, not a request
 	}
@@ -114,6 +172,8 @@ type Report struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Results  []Result  `json:"results"`
+	// NotRun says why each profile that did not run did not.
+	NotRun map[string]string `json:"not_run,omitempty"`
 }
 
 // Failed lists the names of failed checks.
@@ -176,10 +236,11 @@ var ErrUnreachable = errors.New("sink unreachable")
 // one, so a URL that points elsewhere is not certified.
 var ErrRedirect = errors.New("the sink answered with a redirect; certify never follows a sink to another address")
 
-// ParseProfiles turns "core,idempotency" into a validated list.
+// ParseProfiles turns "core,idempotency" into a validated list; "" is
+// nil: every profile the run's flags allow (PlanProfiles).
 func ParseProfiles(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
-		return slices.Clone(AllProfiles), nil
+		return nil, nil
 	}
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -242,17 +303,11 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 	if cfg.SinkURL == "" {
 		return nil, errors.New("no sink URL")
 	}
-	if len(cfg.Profiles) == 0 {
-		cfg.Profiles = slices.Clone(AllProfiles)
+	profiles, notRun, err := PlanProfiles(cfg)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range cfg.Profiles {
-		if !slices.Contains(AllProfiles, p) {
-			return nil, fmt.Errorf("unknown profile %q (known: %s)", p, strings.Join(AllProfiles, ","))
-		}
-	}
-	if slices.Contains(cfg.Profiles, ProfileDurability) && cfg.Restart == nil && cfg.Kill == nil {
-		return nil, errors.New("the durability profile needs a way to restart the sink (--restart-cmd and --kill-cmd)")
-	}
+	cfg.Profiles = profiles
 	hc := &http.Client{Timeout: 15 * time.Second}
 	if cfg.HTTP != nil {
 		c := *cfg.HTTP
@@ -291,7 +346,7 @@ func NewRunner(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("%w: %s", ErrUnreachable, scrub(err.Error()))
 	}
 	r := &Runner{cfg: cfg, cl: cl, sh: &sharedState{}}
-	r.rep = Report{SinkURL: cfg.SinkURL, RunID: cfg.RunID, Profiles: cfg.Profiles, Seed: cfg.Seed, Started: time.Now().UTC()}
+	r.rep = Report{SinkURL: cfg.SinkURL, RunID: cfg.RunID, Profiles: cfg.Profiles, Seed: cfg.Seed, Started: time.Now().UTC(), NotRun: notRun}
 	return r, nil
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/fencecheck/fencecheck/fixtures/sink/pgstore"
 )
 
-// cmd/sink --store=postgres as a subprocess, certified on every profile by
-// the CLI, restarted by --restart-cmd (SIGTERM) and --kill-cmd (SIGKILL):
-// the PostgreSQL path of the binary.
+// cmd/sink --store=postgres as a subprocess, certified on every profile (the
+// domain walk too) by the CLI, restarted by --restart-cmd (SIGTERM) and
+// --kill-cmd (SIGKILL): the PostgreSQL path of the binary.
 func TestCLIAllProfilesOnPostgresBinary(t *testing.T) {
 	dsn := os.Getenv("FENCECHECK_PG_DSN")
 	if dsn == "" {
@@ -31,7 +31,8 @@ func TestCLIAllProfilesOnPostgresBinary(t *testing.T) {
 	// The binary reads FENCECHECK_PG_DSN from the environment it inherits.
 	p := startProcSink(t, "--store=postgres --pg-prefix="+prefix)
 	reports := t.TempDir()
-	code, out := runCLI(t, "certify", "--sink-url", p.url, "--restart-cmd", p.restartCmd, "--kill-cmd", p.killCmd, "--restart-timeout", "60s", "--report", reports)
+	code, out := runCLI(t, "certify", "--sink-url", p.url, "--restart-cmd", p.restartCmd, "--kill-cmd", p.killCmd, "--restart-timeout", "60s", "--report", reports,
+		"--disposable") // the walk to 2^64-1 too: epochs are numeric(20,0) there
 	t.Logf("fencecheck certify output:\n%s", out)
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0", code)

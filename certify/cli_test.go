@@ -225,6 +225,12 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "durability"}, 2, "--restart-cmd"},
 		{[]string{"certify", "--sink-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "--profile", "core"}, 3, "sink unreachable"},
 		{[]string{"certify", "--sink-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}, 3, "durability profile NOT RUN"},
+		{[]string{"certify", "--sink-url", fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}, 3, "domain profile NOT RUN: it raises the sink's floor to 2^64-1 for ever"},
+		{[]string{"certify", "--help"}, 0, "-reset-cmd"},
+		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "domain"}, 2, "runs only on a sink declared disposable (--disposable"},
+		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "core", "--seed", "5", "--steps", "9-3"}, 2, "not a range of step numbers"},
+		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--profile", "core", "--steps", "3"}, 2, "--steps needs the --seed"},
+		{[]string{"certify", "--sink-url", "http://127.0.0.1:1", "--seed", "5", "--steps", "3"}, 2, "give --profile core, idempotency or domain"},
 	}
 	for _, c := range cases {
 		code, out := runCLI(t, c.args...)

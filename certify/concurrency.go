@@ -71,9 +71,24 @@ type opOutput struct {
 	err     string // transport error or a non-contract answer: outcome unknown
 }
 
+// burstRounds are rounds aimed at a check-then-act window, each of
+// burstsPerRound bursts. In a burst every writer is released at once on
+// operations that conflict: the same keyed write from three writers, a
+// fence one epoch up, a write to another key at the old epoch and a floor
+// read. Once all have answered, the floor and both keys are read. A sink
+// that decides on a state another request changes before it writes
+// applies the keyed write twice, or puts the floor back under the fence,
+// and the reads after the burst show it. A round of bursts takes about as
+// long as a random round.
+const (
+	burstRounds    = 2
+	burstsPerRound = 12
+)
+
 // loadRound is one round's history.
 type loadRound struct {
 	seed   int64
+	burst  bool
 	floor0 uint64
 	keys   []string
 	ops    []porcupine.Operation
@@ -91,8 +106,12 @@ func (s *session) load() *loadRun {
 	}
 	l := &loadRun{}
 	s.shared.load = l
-	for r := range loadRounds {
-		round, err := s.loadRound(s.cfg.Seed + int64(r)*7919)
+	for r := range loadRounds + burstRounds {
+		run := s.loadRound
+		if r >= loadRounds {
+			run = s.burstRound
+		}
+		round, err := run(s.cfg.Seed + int64(r)*7919)
 		if err != nil {
 			l.err = err
 			return l
@@ -100,6 +119,57 @@ func (s *session) load() *loadRun {
 		l.rounds = append(l.rounds, round)
 	}
 	return l
+}
+
+// burstRound runs burstsPerRound bursts (see burstRounds).
+func (s *session) burstRound(seed int64) (loadRound, error) {
+	e, err := s.base()
+	if err != nil {
+		return loadRound{}, err
+	}
+	rng := rand.New(rand.NewSource(seed))
+	l := loadRound{seed: seed, burst: true, floor0: e - 1}
+	for range numKeys {
+		l.keys = append(l.keys, randKey(rng))
+	}
+	width := max(s.cfg.Writers, 6)
+	fmt.Fprintf(s.cfg.Progress, "...  %d bursts of %d writers at once, seed %d\n", burstsPerRound, width, seed)
+	rec := &recorder{s: s, l: &l, start: time.Now()}
+	for b := range burstsPerRound {
+		ep := e + uint64(2*b)
+		dup := opInput{kind: opPut, key: b % numKeys, value: randValue(rng), epoch: ep, slot: b, idem: randIdem(rng)}
+		other := (b + 1) % numKeys
+		plan := make([]opInput, width)
+		for w := range plan {
+			switch w % 6 {
+			case 0, 1, 2:
+				plan[w] = dup
+			case 3:
+				plan[w] = opInput{kind: opFence, epoch: ep + 1, slot: -1}
+			case 4:
+				plan[w] = opInput{kind: opPut, key: other, value: randValue(rng), epoch: ep, slot: -1}
+			default:
+				plan[w] = opInput{kind: opFloor, slot: -1}
+			}
+		}
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for w, in := range plan {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-release // all at once
+				rec.send(w, in)
+			}()
+		}
+		close(release)
+		wg.Wait()
+		for _, in := range []opInput{{kind: opFloor, slot: -1}, {kind: opGet, key: dup.key, slot: -1}, {kind: opGet, key: other, slot: -1}} {
+			rec.send(width, in)
+		}
+	}
+	sort.Slice(l.ops, func(i, j int) bool { return l.ops[i].Call < l.ops[j].Call })
+	return l, nil
 }
 
 func (s *session) loadRound(seed int64) (loadRound, error) {
@@ -121,26 +191,38 @@ func (s *session) loadRound(seed int64) (loadRound, error) {
 		plans[w] = planWriter(rand.New(rand.NewSource(seed+int64(w)+1)), w, s.cfg.OpsPerWriter, e, idems)
 	}
 	fmt.Fprintf(s.cfg.Progress, "...  %d writers x %d ops, seed %d\n", s.cfg.Writers, s.cfg.OpsPerWriter, seed)
-	start := time.Now()
-	var mu sync.Mutex
+	rec := &recorder{s: s, l: &l, start: time.Now()}
 	var wg sync.WaitGroup
 	for w, plan := range plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for _, in := range plan {
-				call := time.Since(start).Nanoseconds()
-				out := s.do(l.keys, in)
-				ret := time.Since(start).Nanoseconds()
-				mu.Lock()
-				l.ops = append(l.ops, porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
+				rec.send(w, in)
 			}
 		}()
 	}
 	wg.Wait()
 	sort.Slice(l.ops, func(i, j int) bool { return l.ops[i].Call < l.ops[j].Call })
 	return l, nil
+}
+
+// recorder sends a round's operations and keeps them as its history.
+type recorder struct {
+	s     *session
+	l     *loadRound
+	start time.Time
+	mu    sync.Mutex
+}
+
+// send sends in for client and records it with its call and return times.
+func (r *recorder) send(client int, in opInput) {
+	call := time.Since(r.start).Nanoseconds()
+	out := r.s.do(r.l.keys, in)
+	ret := time.Since(r.start).Nanoseconds()
+	r.mu.Lock()
+	r.l.ops = append(r.l.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	r.mu.Unlock()
 }
 
 // planWriter draws one writer's operations: fresh ones from genOp, some
@@ -343,7 +425,11 @@ func (s *session) linearizable(r loadRound) error {
 			viz = "; porcupine's visualization: " + path
 		}
 	}
-	return fmt.Errorf("the history of %d concurrent operations (seed %d, starting floor %d) is not linearizable against a fenced register%s; witnesses below (an answer that contradicts a floor already acknowledged)", len(r.ops), r.seed, r.floor0, viz)
+	kind := "round"
+	if r.burst {
+		kind = "burst round"
+	}
+	return fmt.Errorf("the history of %d concurrent operations (%s, seed %d, starting floor %d) is not linearizable against a fenced register%s; witnesses below (an answer that contradicts a floor already acknowledged)", len(r.ops), kind, r.seed, r.floor0, viz)
 }
 
 // staleWitnesses finds easy-to-read evidence: operations whose answer

@@ -111,7 +111,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 			})
 		}, nil, []string{"idempotency/retry-is-ok-dup", "idempotency/dup-not-reapplied", "idempotency/dup-after-takeover",
 			"idempotency/key-reuse-conflicts", "idempotency/retry-after-many-writes", "idempotency/concurrent-retries-apply-once",
-			"idempotency/retry-after-lost-answer", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill",
+			"idempotency/retry-after-lost-answer", "idempotency/model-retries", "durability/idempotency-survives-restart", "durability/idempotency-survives-kill",
 			"concurrency/linearizable", // the workload retries keyed writes
 		}},
 
@@ -133,6 +133,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 				return sink.Config{Store: &forgetIdem{Store: st, keep: 16}}, nil
 			})
 		}, []string{"idempotency", "durability"}, []string{"idempotency/retry-after-many-writes",
+			"idempotency/model-retries", // some retries come more than 16 keyed writes later
 			"durability/idempotency-survives-restart", "durability/idempotency-survives-kill"}},
 
 		{"bbolt without its lock (idempotency key checked and written in two transactions)", func(t *testing.T) *sinktest.Sink {
@@ -191,7 +192,7 @@ func TestCertifyCatchesMoreControls(t *testing.T) {
 					h.ServeHTTP(w, r)
 				})
 			})
-		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected"}},
+		}, []string{"core"}, []string{"core/write-commits", "core/equal-epoch-commits", "core/stale-write-rejected", "core/model-sequences"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/certify/modelseq"
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/fencemodel"
 )
 
 // The durability profile restarts the sink twice, once gracefully
@@ -39,6 +41,13 @@ type durableSetup struct {
 	ex    []Exchange
 	floor uint64 // raised by a fence alone, above every committed epoch
 	recs  []durableRec
+	// refused is a keyed write refused as stale after the fence (nil if
+	// the sink did not refuse it: core reports that): its key must still
+	// be free after the restart.
+	refused *durableRec
+	// model is the contract's model of what the setup wrote (the fillers'
+	// keys aside): the answers to the retries after the restart are its.
+	model fencemodel.State
 	proof string // why we believe the sink restarted; "" for no proof
 }
 
@@ -81,19 +90,30 @@ func (s *session) writeBeforeRestart(d *durableSetup) error {
 	if err != nil {
 		return err
 	}
+	d.model = fencemodel.Start(e - 1)
 	for i := range durableRecords {
 		r := durableRec{key: s.key(), value: s.value(), idem: s.idem(), epoch: e + uint64(i)}
 		if err := s.putOK(r.key, r.value, r.epoch, r.idem); err != nil {
 			return err
 		}
 		d.recs = append(d.recs, r)
+		_, d.model = fencemodel.Expect(d.model, fencemodel.Input{Kind: fencemodel.Put, Key: r.key, Value: r.value, Epoch: r.epoch, Idem: r.idem})
 	}
 	d.floor = e + durableRecords + 10
 	if err := s.fenceOK(d.floor); err != nil {
 		return err
 	}
+	_, d.model = fencemodel.Expect(d.model, fencemodel.Input{Kind: fencemodel.Fence, Epoch: d.floor})
 	if err := s.floorAtLeast(d.floor); err != nil {
 		return inconclusive("the fence did not raise the floor even before the restart (core/fence-raises-floor reports it): %v", err)
+	}
+	r := durableRec{key: s.key(), value: s.value(), idem: s.idem(), epoch: d.floor - 1}
+	wr, rep, err := s.put(r.key, r.value, r.epoch, r.idem)
+	if err != nil {
+		return fmt.Errorf("PUT %s at epoch %d: %w", r.key, r.epoch, err)
+	}
+	if rep.Status == http.StatusConflict && wr.Result == contract.ResultRejectStale {
+		d.refused = &r
 	}
 	return nil
 }
@@ -242,12 +262,36 @@ func checkRecordsSurvive(mode string) func(*session) error {
 	}
 }
 
+// checkIdemSurvives retries every write committed before the restart,
+// each differing from it in one allowed way (the same request, at the
+// floor the takeover raised, at a lower epoch, with another value), and
+// the write refused before it, by a newer leader: every answer is the
+// model's (OK_DUP with the first epoch, 422, and a commit for the refused
+// one).
 func checkIdemSurvives(mode string) func(*session) error {
 	return func(s *session) error {
 		return afterRestart(s, mode, func(d *durableSetup) error {
+			st := d.model
 			for i, r := range d.recs {
-				if err := s.putExpect(r.key, r.value, r.epoch, r.idem, http.StatusOK, contract.ResultOKDup, r.epoch); err != nil {
-					return fmt.Errorf("retry %d of %d committed before the %s: %w", i+1, len(d.recs), mode, err)
+				req, how := modelseq.Request{Kind: fencemodel.Put, Key: r.key, Value: r.value, Idem: r.idem, Epoch: r.epoch}, "the same request"
+				switch i % 4 {
+				case 1:
+					req.Epoch, how = d.floor, "at the floor the takeover raised"
+				case 2:
+					req.Epoch, how = r.epoch/2, "at a lower epoch"
+				case 3:
+					req.Value, how = r.value+"'", "with another value"
+				}
+				mark := len(s.ex)
+				if err := s.expectModel(&st, req, how); err != nil {
+					return fmt.Errorf("retry %d of %d committed before the %s (%s): %w", i+1, len(d.recs), mode, how, err)
+				}
+				s.ex = s.ex[:mark]
+			}
+			if r := d.refused; r != nil {
+				req := modelseq.Request{Kind: fencemodel.Put, Key: r.key, Value: r.value, Idem: r.idem, Epoch: d.floor + 1}
+				if err := s.expectModel(&st, req, "refused before the restart, retried by a newer leader"); err != nil {
+					return fmt.Errorf("the write refused before the %s, retried by a newer leader: %w", mode, err)
 				}
 			}
 			return nil

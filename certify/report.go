@@ -101,7 +101,9 @@ func Certificate(r Report) string {
 		switch verdict {
 		case ProfilePass:
 		case ProfileNotRun:
-			verdict = "not run"
+			if why := r.NotRun[p]; why != "" {
+				verdict += ": " + scrub(why)
+			}
 		default:
 			verdict = "**" + verdict + "**"
 		}

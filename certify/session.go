@@ -39,6 +39,7 @@ type session struct {
 	fillerKeys []string
 	fillers    int
 	vals       map[string]string
+	runs       int // model sequence runs so far (names differ per run)
 }
 
 // sharedState carries results between checks of one run (the durability

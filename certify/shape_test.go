@@ -167,7 +167,7 @@ func TestSinkFencingOnlyRecognisedKeysFails(t *testing.T) {
 	})
 	rep := certifyProfiles(t, s.URL, "core")
 	// write-commits too: its unfenced writes do not raise the floor
-	wantFailed(t, rep, "core/write-commits", "core/stale-write-rejected", "core/floor-is-global", "core/fence-raises-floor")
+	wantFailed(t, rep, "core/write-commits", "core/stale-write-rejected", "core/floor-is-global", "core/fence-raises-floor", "core/model-sequences")
 }
 
 func TestSeedFixesTheTraffic(t *testing.T) {

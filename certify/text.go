@@ -64,7 +64,7 @@ func scrubResult(r Result) Result {
 	r.Message = scrub(r.Message)
 	ex := make([]Exchange, len(r.Exchanges))
 	for i, e := range r.Exchanges {
-		ex[i] = Exchange{Request: scrub(e.Request), Status: e.Status, Response: scrub(e.Response), Error: scrub(e.Error)}
+		ex[i] = Exchange{Request: scrub(e.Request), Status: e.Status, Response: scrub(e.Response), Error: scrub(e.Error), Want: scrub(e.Want)}
 	}
 	r.Exchanges = ex
 	return r

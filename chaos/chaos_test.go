@@ -134,17 +134,6 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-func TestPodFromHolder(t *testing.T) {
-	if p, err := PodFromHolder("reconciler-7d9f8-abcde_0a1b2c3d"); err != nil || p != "reconciler-7d9f8-abcde" {
-		t.Fatalf("%q %v", p, err)
-	}
-	for _, bad := range []string{"", "pod", "pod_0A1B2C3D", "pod_0a1b2c3", "_0a1b2c3d"} {
-		if _, err := PodFromHolder(bad); err == nil {
-			t.Errorf("accepted %q", bad)
-		}
-	}
-}
-
 func TestAPIServerTargetsAndLeader(t *testing.T) {
 	holder := "rec-2_deadbeef"
 	port6443 := int32(6443)
@@ -154,6 +143,9 @@ func TestAPIServerTargetsAndLeader(t *testing.T) {
 		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
 			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"172.18.0.3"}}, {Addresses: []string{"172.18.0.2"}}}, Ports: []discoveryv1.EndpointPort{{Port: &port6443}}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rec"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rec"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rec-2"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "rec-20"}},
 	)
 	got, err := APIServerTargets(context.Background(), c)
 	if err != nil || strings.Join(got, ",") != "10.96.0.1,172.18.0.2,172.18.0.3" {
@@ -166,8 +158,23 @@ func TestAPIServerTargetsAndLeader(t *testing.T) {
 	if rs, err := plan.Routes(nc); err != nil || len(rs) != 6 || rs[0].Port != 443 {
 		t.Fatalf("port-scoped partition routes %v %v", rs, err)
 	}
-	if p, err := LeaderPod(context.Background(), c, "app", "rec"); err != nil || p != "rec-2" {
-		t.Fatalf("leader %q %v", p, err)
+	// The pod whose name the identity starts with, by the longest match
+	// followed by '_' ("rec" and "rec-20" are not "rec-2_deadbeef"'s pod),
+	// whatever the suffix; a holder that names no pod is an error naming it.
+	for id, want := range map[string]string{"rec-2_deadbeef": "rec-2", "rec-2_1": "rec-2", "rec-20": "rec-20", "rec_x_y": "rec", "other_deadbeef": ""} {
+		l, _ := c.CoordinationV1().Leases("app").Get(context.Background(), "rec", metav1.GetOptions{})
+		l.Spec.HolderIdentity = &id
+		if _, err := c.CoordinationV1().Leases("app").Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := LeaderPod(context.Background(), c, "app", "rec")
+		if want == "" {
+			if err == nil || !strings.Contains(err.Error(), id) {
+				t.Errorf("holder %q: pod %q, error %v; want an error naming it", id, p, err)
+			}
+		} else if p != want || err != nil {
+			t.Errorf("holder %q: pod %q %v, want %q", id, p, err, want)
+		}
 	}
 	empty := kubefake.NewSimpleClientset(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1"}})
 	if _, err := APIServerTargets(context.Background(), empty); err == nil {

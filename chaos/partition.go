@@ -173,19 +173,11 @@ func APIServerPorts(ctx context.Context, c kubernetes.Interface) ([]int, error) 
 	return out, nil
 }
 
-// PodFromHolder extracts the pod name from a Lease holder identity of the
-// form "<pod name>_<8 hex>" (leader.PodOf); any other identity is an error,
-// since the executor must not cut off a pod it guessed.
-func PodFromHolder(identity string) (string, error) {
-	pod := leader.PodOf(identity)
-	if pod == identity {
-		return "", fmt.Errorf("lease holder identity %q is not <pod name>_<8 hex>", identity)
-	}
-	return pod, nil
-}
-
 // LeaderPod reads the Lease namespace/name and returns the current leader's
-// pod name.
+// pod: the pod of the namespace whose name the holder identity starts with
+// (docs/controller-contract.md, MUST 1: "<pod name>_<suffix>", any suffix).
+// A holder that names none of the namespace's pods is an error naming it,
+// since the executor must not cut off a pod it guessed.
 func LeaderPod(ctx context.Context, c kubernetes.Interface, namespace, lease string) (string, error) {
 	l, err := c.CoordinationV1().Leases(namespace).Get(ctx, lease, metav1.GetOptions{})
 	if err != nil {
@@ -194,5 +186,13 @@ func LeaderPod(ctx context.Context, c kubernetes.Interface, namespace, lease str
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 		return "", fmt.Errorf("leader: lease %s/%s has no holder", namespace, lease)
 	}
-	return PodFromHolder(*l.Spec.HolderIdentity)
+	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("leader: list the pods of %s: %w", namespace, err)
+	}
+	known := map[string]string{}
+	for _, p := range pods.Items {
+		known[p.Name] = p.Name
+	}
+	return leader.HolderPod(*l.Spec.HolderIdentity, known)
 }

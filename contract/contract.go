@@ -5,6 +5,7 @@
 package contract
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -27,6 +28,12 @@ const (
 	// /v1/history: how many attempts past its history limit were answered
 	// but not kept (a history with a non-zero count is incomplete).
 	HeaderHistoryDropped = "X-Fencecheck-History-Dropped"
+	// HeaderToken carries a sink token where Authorization cannot: the
+	// apiserver's service proxy consumes the caller's Authorization header
+	// (it authenticated the caller to the apiserver) and never forwards
+	// it, so the harness reads the history through the proxy with its
+	// admin token here. The reference sink accepts either.
+	HeaderToken = "X-Fencecheck-Sink-Token"
 
 	// MaxValueBytes is the largest record value a sink must accept.
 	MaxValueBytes = 1 << 20
@@ -61,6 +68,13 @@ const (
 	StatusNotFound      = 404
 	StatusConflict      = 409 // REJECT_STALE_EPOCH
 	StatusUnprocessable = 422 // IDEMPOTENCY_CONFLICT
+)
+
+// The HTTP methods of the v1 binding, likewise.
+const (
+	MethodGet  = "GET"
+	MethodPut  = "PUT"  // a write
+	MethodPost = "POST" // a fence
 )
 
 // StatusOf is the HTTP status that goes with a result code in the v1
@@ -211,4 +225,12 @@ func truncate(s string) string {
 		return s[:40] + "…"
 	}
 	return s
+}
+
+// NewToken is a fresh random sink token (256 bits, hex), as the targets
+// mint one writer and one admin token per scenario.
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand crashes the program instead)
+	return hex.EncodeToString(b)
 }

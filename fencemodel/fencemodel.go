@@ -254,7 +254,8 @@ func Step(st State, in Input, out Output) []State {
 }
 
 // step is one operation on a settled state. A write or fence with a lost
-// answer becomes pending: it may apply before any later operation.
+// answer becomes pending: it may apply before any later operation. A
+// definite answer must be the one Expect gives, field by field.
 func step(st State, in Input, out Output) []State {
 	if out.Unknown {
 		if in.Kind == Put || in.Kind == Fence {
@@ -262,68 +263,82 @@ func step(st State, in Input, out Output) []State {
 		}
 		return []State{st}
 	}
-	same := []State{st}
-	if in.NoEpoch && (in.Kind == Put || in.Kind == Fence) {
-		if out.Status == contract.StatusBadRequest {
-			return same
-		}
+	want, next := Expect(st, in)
+	if !Matches(in, want, out) {
 		return nil
 	}
+	return []State{next}
+}
+
+// Expect is the sequential model: the answer the contract gives to in on a
+// sink in state st, and the state after it (st's pending operations are
+// ignored: settle them first). It is fixtures/sink/fence.Decide in the
+// model's terms (a test holds the two together); certify checks every
+// answer of its sequences against it, and Step, porcupine's model, accepts
+// exactly the answers it gives.
+//
+// A write or fence without a usable epoch is refused with 400. A put whose
+// Idempotency-Key is committed is answered before the floor is looked at:
+// OK_DUP with the first commit's epoch for the same key and value, 422
+// otherwise, and changes nothing. Else epoch < floor is 409 naming the
+// floor, and epoch >= floor commits (a put: OK with its epoch; a fence: OK
+// with the new floor).
+func Expect(st State, in Input) (Output, State) {
+	if in.NoEpoch && (in.Kind == Put || in.Kind == Fence) {
+		return Output{Status: contract.StatusBadRequest, Result: contract.ResultBadRequest}, st
+	}
+	stale := Output{Status: contract.StatusConflict, Result: contract.ResultRejectStale, Highest: st.Floor}
 	switch in.Kind {
 	case Put:
-		return stepPut(st, in, out)
-	case Fence:
-		applies := in.Epoch >= st.Floor
-		next := st.raise(in.Epoch)
-		switch {
-		case out.Status == contract.StatusOK && applies && out.Highest == next.Floor:
-			return []State{next}
-		case stale(st, out) && !applies:
-			return same
-		}
-	case Get:
-		r, ok := st.recs[in.Key]
-		switch {
-		case out.Status == contract.StatusNotFound && !ok,
-			out.Status == contract.StatusOK && ok && r.Value == out.Value && r.Epoch == out.Epoch:
-			return same
-		}
-	case Floor:
-		if out.Highest == st.Floor {
-			return same
-		}
-	}
-	return nil
-}
-
-func stale(st State, out Output) bool {
-	return out.Status == contract.StatusConflict && out.Result == contract.ResultRejectStale && out.Highest == st.Floor
-}
-
-// stepPut: a committed idempotency key is answered before the floor is
-// looked at (OK_DUP with the first epoch for the same key and value, 422
-// otherwise) and changes nothing; else the put is fenced and commits.
-func stepPut(st State, in Input, out Output) []State {
-	same := []State{st}
-	if p, ok := st.idem[in.Idem]; ok && in.Idem != "" {
-		switch {
-		case p.key == in.Key && p.value == in.Value:
-			if out.Status == contract.StatusOK && out.Result == contract.ResultOKDup && out.Epoch == p.epoch {
-				return same
+		if p, ok := st.idem[in.Idem]; ok && in.Idem != "" {
+			if p.key == in.Key && p.value == in.Value {
+				return Output{Status: contract.StatusOK, Result: contract.ResultOKDup, Epoch: p.epoch}, st
 			}
-		case out.Result == contract.ResultConflict && out.Status == contract.StatusOf(contract.ResultConflict):
-			return same
+			return Output{Status: contract.StatusUnprocessable, Result: contract.ResultConflict}, st
 		}
-		return nil
+		if in.Epoch < st.Floor {
+			return stale, st
+		}
+		return Output{Status: contract.StatusOK, Result: contract.ResultOK, Epoch: in.Epoch}, st.commit(in)
+	case Fence:
+		if in.Epoch < st.Floor {
+			return stale, st
+		}
+		next := st.raise(in.Epoch)
+		return Output{Status: contract.StatusOK, Result: contract.ResultOK, Highest: next.Floor}, next
+	case Get:
+		if r, ok := st.recs[in.Key]; ok {
+			return Output{Status: contract.StatusOK, Value: r.Value, Epoch: r.Epoch}, st
+		}
+		return Output{Status: contract.StatusNotFound}, st
 	}
-	applies := in.Epoch >= st.Floor
+	return Output{Status: contract.StatusOK, Highest: st.Floor}, st
+}
+
+// Matches reports whether got is the answer want to in, in every field the
+// contract fixes for it: the status always; the result code of a write or
+// a fence (but a 400's); a put's committed epoch (OK, OK_DUP); the floor
+// that a fence, a 409 or a floor read names; a found record's value and
+// epoch.
+func Matches(in Input, want, got Output) bool {
+	if got.Unknown || got.Status != want.Status {
+		return false
+	}
 	switch {
-	case out.Status == contract.StatusOK && out.Result == contract.ResultOK && applies && out.Epoch == in.Epoch:
-		return []State{st.commit(in)}
-	case stale(st, out) && !applies:
-		return same
+	case want.Status == contract.StatusBadRequest, want.Status == contract.StatusNotFound:
+		return true
+	case in.Kind == Get:
+		return got.Value == want.Value && got.Epoch == want.Epoch
+	case in.Kind == Floor:
+		return got.Highest == want.Highest
+	case got.Result != want.Result:
+		return false
+	case want.Result == contract.ResultConflict:
+		return true
+	case in.Kind == Put && want.Status == contract.StatusOK:
+		return got.Epoch == want.Epoch
 	}
-	return nil
+	return got.Highest == want.Highest
 }
 
 // Model is the porcupine model starting from init. Inputs and outputs are

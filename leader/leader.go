@@ -7,6 +7,7 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -31,48 +32,6 @@ func NewIdentity(pod string, suffix uint32) string {
 	return fmt.Sprintf("%s_%0*x", pod, suffixLen, suffix)
 }
 
-// PodOf is the pod part of an identity made by NewIdentity: everything before
-// the last '_' when what follows is 8 lowercase hex digits and what precedes
-// is not empty. Any other string is returned as it is, so a holder that did
-// not follow the convention still names itself.
-//
-// A "_<uuid>" suffix (36 characters, lowercase hex in 8-4-4-4-12) comes off
-// too: it is what controller-runtime's default lock appends to the hostname,
-// so a controller we did not write still names its pod.
-func PodOf(identity string) string {
-	if i := len(identity) - uuidLen - 1; i > 0 && identity[i] == '_' && isUUID(identity[i+1:]) {
-		return identity[:i]
-	}
-	i := len(identity) - suffixLen - 1
-	if i <= 0 || identity[i] != '_' || !isHex(identity[i+1:]) {
-		return identity
-	}
-	return identity[:i]
-}
-
-// uuidLen is the length of a canonical UUID.
-const uuidLen = 36
-
-func isUUID(s string) bool {
-	if len(s) != uuidLen {
-		return false
-	}
-	for i, c := range s {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-		} else if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
-}
-
-func isHex(s string) bool {
-	return strings.Trim(s, "0123456789abcdef") == ""
-}
-
 // ValidateTiming applies client-go's rule (it panics on a violation):
 // renewDeadline < leaseDuration, renewDeadline > JitterFactor*retryPeriod,
 // retryPeriod > 0. The errors name the flags to change.
@@ -87,4 +46,41 @@ func ValidateTiming(leaseDuration, renewDeadline, retryPeriod time.Duration) err
 		errs = append(errs, fmt.Errorf("--renew-deadline %v must be more than %vx --retry-period %v", renewDeadline, JitterFactor, retryPeriod))
 	}
 	return errors.Join(errs...)
+}
+
+// HolderPod names the pod a Lease holder identity belongs to, by the
+// contract's rule (docs/controller-contract.md, MUST 1): the identity is
+// "<pod>_<suffix>" with any non-empty suffix, or the pod alone. known
+// maps each name an identity may start with to its pod: the scenario's
+// pod names (each to itself) and, if the caller wants them, the pods'
+// addresses (each to its pod). The longest known name that the identity
+// equals, or that is followed by '_' in it, wins; an identity that names
+// no known pod is an error naming it and the pods, never a guess.
+//
+// It needs no suffix convention: "pod_1" is pod's identity when pod is
+// known.
+func HolderPod(identity string, known map[string]string) (string, error) {
+	best := ""
+	for name := range known {
+		if name == "" || len(name) <= len(best) {
+			continue
+		}
+		if identity == name || (strings.HasPrefix(identity, name) && identity[len(name)] == '_') {
+			best = name
+		}
+	}
+	if best != "" {
+		return known[best], nil
+	}
+	pods := map[string]bool{}
+	for _, p := range known {
+		pods[p] = true
+	}
+	names := make([]string, 0, len(pods))
+	for p := range pods {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("the Lease holder %q names none of the scenario's pods [%s]: a holder identity must be <pod name>_<suffix> (docs/controller-contract.md, MUST 1)",
+		identity, strings.Join(names, " "))
 }

@@ -14,34 +14,6 @@ func TestNewIdentity(t *testing.T) {
 	}
 }
 
-func TestPodOf(t *testing.T) {
-	for id, want := range map[string]string{
-		"reconciler-7d9f-abcde_0a1b2c3d": "reconciler-7d9f-abcde",
-		"my_pod_0a1b2c3d":                "my_pod",        // the split is at the last '_'
-		"a_0a1b2c3d_0a1b2c3d":            "a_0a1b2c3d",    // only one suffix comes off
-		"reconciler":                     "reconciler",    // no '_'
-		"_0a1b2c3d":                      "_0a1b2c3d",     // '_' at start: no pod
-		"pod_0A1B2C3D":                   "pod_0A1B2C3D",  // upper case is not what NewIdentity writes
-		"pod_0a1b2c3g":                   "pod_0a1b2c3g",  // not hex
-		"pod_0a1b2c3":                    "pod_0a1b2c3",   // 7 digits
-		"pod_0a1b2c3d4":                  "pod_0a1b2c3d4", // 9 digits
-		"pod-0a1b2c3d":                   "pod-0a1b2c3d",  // no '_' before the suffix
-		"pod_":                           "pod_",          // empty suffix
-		"":                               "",              // empty
-		"x_0a1b2c3d":                     "x",             // shortest valid
-		"manager-6c8f-x2x9q_3f2b1c9e-8d7a-4b6c-9e5f-0a1b2c3d4e5f": "manager-6c8f-x2x9q",                     // controller-runtime's hostname_uuid
-		"m_3F2B1C9E-8D7A-4B6C-9E5F-0A1B2C3D4E5F":                  "m_3F2B1C9E-8D7A-4B6C-9E5F-0A1B2C3D4E5F", // not what uuid.NewUUID writes
-		"m_3f2b1c9e8d7a-4b6c-9e5f-0a1b2c3d4e5f0":                  "m_3f2b1c9e8d7a-4b6c-9e5f-0a1b2c3d4e5f0", // dashes misplaced
-	} {
-		if got := PodOf(id); got != want {
-			t.Errorf("PodOf(%q) = %q, want %q", id, got, want)
-		}
-	}
-	if id := NewIdentity("my_pod", 7); PodOf(id) != "my_pod" {
-		t.Errorf("PodOf(NewIdentity) = %q", PodOf(id))
-	}
-}
-
 func TestValidateTiming(t *testing.T) {
 	s := time.Second
 	if err := ValidateTiming(15*s, 10*s, 2*s); err != nil {
@@ -55,6 +27,32 @@ func TestValidateTiming(t *testing.T) {
 		err := ValidateTiming(c[0], c[1], c[2])
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: got %v, want an error naming %s", c, err, want)
+		}
+	}
+}
+
+func TestHolderPod(t *testing.T) {
+	known := map[string]string{
+		"ctrl-5d8f-abcde": "ctrl-5d8f-abcde", "ctrl-5d8f-abcde-x": "ctrl-5d8f-abcde-x", "my_pod": "my_pod",
+		"10.244.1.5": "ctrl-5d8f-fghij",
+	}
+	for id, want := range map[string]string{
+		"ctrl-5d8f-abcde_1":          "ctrl-5d8f-abcde", // a suffix PodOf does not know
+		"ctrl-5d8f-abcde_0a1b2c3d":   "ctrl-5d8f-abcde",
+		"ctrl-5d8f-abcde":            "ctrl-5d8f-abcde", // the pod alone
+		"ctrl-5d8f-abcde-x_7":        "ctrl-5d8f-abcde-x",
+		"my_pod_2":                   "my_pod", // an underscore in the pod's name
+		"10.244.1.5_3f2b":            "ctrl-5d8f-fghij",
+		"ctrl-5d8f-abcde_a_b":        "ctrl-5d8f-abcde",
+		"ctrl-5d8f-abcde-x_ctrl-xyz": "ctrl-5d8f-abcde-x", // the longest name wins
+	} {
+		if got, err := HolderPod(id, known); got != want || err != nil {
+			t.Errorf("HolderPod(%q) = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	for _, id := range []string{"ctrl-5d8f-abcdef_1", "ctrl-5d8f", "ctrl-5d8f-abcde-1", "", "other_1"} {
+		if got, err := HolderPod(id, known); err == nil || !strings.Contains(err.Error(), "ctrl-5d8f-fghij") || !strings.Contains(err.Error(), "MUST 1") {
+			t.Errorf("HolderPod(%q) = %q, %v; want an error naming the pods and MUST 1", id, got, err)
 		}
 	}
 }

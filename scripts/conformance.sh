@@ -7,20 +7,30 @@
 # summary.md, index.html, test-output.json, suite.log; kind logs on failure),
 # with reports/latest pointing at it.
 #
-#   --kubeconfig FILE       use this cluster; no kind-up, no image loading
+#   --kubeconfig FILE       use this cluster; no kind-up, and no image loading
+#                           but --controller-image's (below)
 #   --image-repo REG/PATH   with --kubeconfig: build the images, push them to
 #                           REG/PATH/NAME (go-containerregistry; docker login
 #                           credentials) and run every pod from there by
 #                           digest: the recipe for an existing cluster
 #   --keep-cluster WHEN     always | on-failure (default) | never: delete the
-#                           kind cluster after the run unless kept
+#                           kind cluster after the run unless kept. Only a
+#                           cluster this run created is ever deleted: one
+#                           that was up before it (kind-up reused it) stays
 #   --run-id ID             default: UTC time
 #   --seed N                chaos schedule seed (default: random, recorded)
 #   --skip-images           do not rebuild/load the images
 #   --controller DIR        test the controller in DIR (its manifests) instead
-#                           of our fixture (docs/controller-contract.md)
+#                           of our fixture (docs/controller-contract.md);
+#                           `fencecheck controller-check DIR` checks DIR
+#                           first, and an error stops the run before any
+#                           cluster work
 #   --controller-image PKG  also build and load ./PKG as fencecheck/<name>:dev
-#                           (the repository's examples; a user loads their own)
+#                           (the repository's examples; a user loads their
+#                           own). With --kubeconfig: pushed with --image-repo,
+#                           else loaded into the kind cluster
+#                           $KIND_CLUSTER_NAME, which FILE must point at
+#                           (refused otherwise); not built with --skip-images
 #   --chaos NAME            auto (default: Chaos Mesh if the cluster runs it,
 #                           else our agent) | builtin | chaos-mesh: the
 #                           real Chaos Mesh executes the partitions; on kind it
@@ -41,6 +51,7 @@
 #                           --keep-namespaces, --quiet-gate, --executor ...)
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 KUBECONFIG_ARG=""
 KEEP=on-failure
@@ -106,7 +117,25 @@ if [ -n "$CONTROLLER" ]; then
 		die "--controller $CONTROLLER is not a directory of manifests"
 	compgen -G "$dir/*.yaml" >/dev/null || die "--controller $CONTROLLER has no *.yaml manifests (a Deployment and its RBAC)"
 	CONTROLLER=$dir
+	# The directory is checked before any cluster time: an error here
+	# would otherwise show only once a scenario deploys it.
+	step "controller-check $CONTROLLER" bash -c 'cd "$0" && exec go run ./cmd/fencecheck controller-check "$1"' "$FENCECHECK_ROOT" "$CONTROLLER" ||
+		die "--controller $CONTROLLER: the directory breaks the contract (above; docs/controller-contract.md)"
 	SUITE_ARGS=(--controller "$CONTROLLER" "${SUITE_ARGS[@]}")
+fi
+# --controller-image on a cluster of --kubeconfig's: pushed with
+# --image-repo, or loaded into the kind cluster FILE points at; anything
+# else is refused now, never left out in silence.
+LOAD_CONTROLLER_IMAGE=0
+if [ -n "$KUBECONFIG_ARG" ] && [ ${#CONTROLLER_IMAGE[@]} -gt 0 ] && [ -z "$IMAGE_REPO" ]; then
+	if [ "$SKIP_IMAGES" = 1 ]; then
+		log "--skip-images: ${CONTROLLER_IMAGE[0]} is not built or loaded either; its image must be in the cluster already"
+	else
+		[ -r "$KUBECONFIG_ARG" ] || die "--kubeconfig $KUBECONFIG_ARG is not readable"
+		kubeconfig_names_kind "$KUBECONFIG_ARG" ||
+			die "--controller-image ${CONTROLLER_IMAGE[0]} with --kubeconfig $KUBECONFIG_ARG: this script loads an image only into the kind cluster $KIND_CLUSTER_NAME, and that is not the cluster (above). Push it with --image-repo REGISTRY/PATH, or load it into your cluster yourself and add --skip-images"
+		LOAD_CONTROLLER_IMAGE=1
+	fi
 fi
 
 REPORTS="$FENCECHECK_ROOT/reports/$RUN_ID"
@@ -116,8 +145,8 @@ log "run $RUN_ID, seed $SEED, reports in $REPORTS"
 
 # One EXIT trap, whichever way the script ends (a failed step, a signal,
 # the end): kind logs on failure, then the cluster this script brought up
-# goes down unless --keep-cluster keeps it.
-OWN_CLUSTER=0
+# goes down unless --keep-cluster keeps it (cluster_disposal).
+KIND_UP_OUTCOME=
 CHAOS_MESH_UP=0
 IMAGES_PID=
 SUITE_BUILD_PID=
@@ -132,17 +161,20 @@ finish() {
 	if [ "$CHAOS_MESH_UP" = 1 ]; then
 		step "Chaos Mesh off, our agent back on" bash "$FENCECHECK_ROOT/scripts/chaos-mesh/install.sh" down || { log "chaos-mesh-down failed: the cluster still runs Chaos Mesh"; rc=1; }
 	fi
-	if [ "$rc" != 0 ] && [ "$OWN_CLUSTER" = 1 ]; then
-		source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
-		ensure_kind_cli
-		log "exporting kind logs to $REPORTS/kind-logs"
-		"$KIND" export logs "$REPORTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
-	fi
-	if [ "$OWN_CLUSTER" = 1 ]; then
-		if [ "$KEEP" = never ] || { [ "$KEEP" = on-failure ] && [ "$rc" = 0 ]; }; then
+	if [ -n "$KIND_UP_OUTCOME" ]; then # this run brought the cluster up
+		local outcome disposal
+		outcome=$(cat "$KIND_UP_OUTCOME" 2>/dev/null || true)
+		rm -f "$KIND_UP_OUTCOME"
+		if [ "$rc" != 0 ] && [ -n "$outcome" ]; then
+			ensure_kind_cli
+			log "exporting kind logs to $REPORTS/kind-logs"
+			"$KIND" export logs "$REPORTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
+		fi
+		disposal=$(cluster_disposal "$outcome" "$KEEP" "$rc")
+		if [ "$disposal" = delete ]; then
 			step "kind-down" bash "$FENCECHECK_ROOT/scripts/kind-down.sh" || log "kind-down failed"
 		else
-			log "keeping the cluster $KIND_CLUSTER_NAME (--keep-cluster=$KEEP, exit $rc); KUBECONFIG=$KUBECONFIG"
+			log "keeping the cluster $KIND_CLUSTER_NAME (${disposal#keep: }); KUBECONFIG=$KUBECONFIG"
 		fi
 	fi
 	[ -f "$REPORTS/summary.md" ] && head -n 3 "$REPORTS/summary.md" >&2
@@ -171,11 +203,15 @@ if [ -n "$KUBECONFIG_ARG" ]; then
 			step "images (archives only)" bash "$FENCECHECK_ROOT/scripts/images.sh" --no-load reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}"
 		fi
 		SUITE_ARGS=(--image-repo "$IMAGE_REPO" --push-images "$(IFS=,; echo "${push[*]}")" "${SUITE_ARGS[@]}")
+	elif [ "$LOAD_CONTROLLER_IMAGE" = 1 ]; then
+		step "the controller's image ${CONTROLLER_IMAGE[0]} (build, kind load into $KIND_CLUSTER_NAME)" bash "$FENCECHECK_ROOT/scripts/images.sh" "${CONTROLLER_IMAGE[@]}"
+		log "using the cluster of $KUBECONFIG (no kind-up; the controller's image loaded, the others must already be there)"
 	else
 		log "using the cluster of $KUBECONFIG (no kind-up, no image loading; the images must already be there)"
 	fi
 else
-	OWN_CLUSTER=1
+	KIND_UP_OUTCOME=$(mktemp)
+	export FENCECHECK_KIND_UP_OUTCOME=$KIND_UP_OUTCOME
 	IMAGES=(reconciler sink witness chaos-agent probe "${CONTROLLER_IMAGE[@]}")
 	if [ "$SKIP_IMAGES" = 0 ]; then
 		# The archives need no cluster: build them while it comes up.

@@ -2,7 +2,10 @@
 # images.sh NAME|./PKG...: for each NAME build image fencecheck/NAME:dev from the
 # static binary ./cmd/NAME (CGO_ENABLED=0, -trimpath; ENTRYPOINT /NAME,
 # scratch-based: just the binary); a package path ./PKG (e.g.
-# ./examples/crcontroller) builds fencecheck/<its last element>:dev. Write the archive to
+# ./examples/crcontroller) builds fencecheck/<its last element>:dev. A ./PKG
+# with no Go files but an executable image.sh is built by that script
+# (image.sh --imgbuild BIN --out FILE --tag REF): ./examples/nodecontroller,
+# in Node.js, also named `nodecontroller`. Write the archive to
 # $FENCECHECK_CACHE/images/NAME.tar and load it into the kind cluster
 # ($KIND_CLUSTER_NAME): the archives are merged into one and loaded with one
 # `kind load image-archive` (one import per node, not one per image).
@@ -16,7 +19,7 @@ LOAD=1 BUILD=1
 NAMES=()
 for a in "$@"; do
 	case "$a" in
-	-h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--no-load) LOAD=0 ;;
 	--no-build) BUILD=0 ;;
 	-*) die "unknown flag: $a (try --help)" ;;
@@ -27,21 +30,31 @@ done
 [ "$LOAD$BUILD" != 00 ] || die "--no-load and --no-build together leave nothing to do"
 
 OUT="$FENCECHECK_CACHE/images"
-declare -A PKG=()
+declare -A PKG=() SCRIPT=()
 for i in "${!NAMES[@]}"; do
 	a=${NAMES[$i]} n=$a pkg=./cmd/$a
+	# A bare name with no ./cmd/NAME but an example built by its image.sh.
+	[[ "$a" == ./* || -d "$FENCECHECK_ROOT/cmd/$a" || ! -x "$FENCECHECK_ROOT/examples/$a/image.sh" ]] || pkg=./examples/$a
 	if [[ "$a" == ./* ]]; then
 		pkg=${a%/} n=${pkg##*/}
 		[[ "$pkg" =~ ^\./[A-Za-z0-9_/.-]+$ && "$pkg" != *..* ]] || die "bad package path '$a' (./dir/under/the/repo)"
 	fi
 	[[ "$n" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "bad image name '$n' (lowercase letters, digits, dashes)"
-	compgen -G "$FENCECHECK_ROOT/${pkg#./}/*.go" >/dev/null ||
-		die "$pkg has no Go files under $FENCECHECK_ROOT: cannot build fencecheck/$n:dev"
+	if ! compgen -G "$FENCECHECK_ROOT/${pkg#./}/*.go" >/dev/null; then
+		[ -x "$FENCECHECK_ROOT/${pkg#./}/image.sh" ] ||
+			die "$pkg has no Go files and no executable image.sh under $FENCECHECK_ROOT: cannot build fencecheck/$n:dev"
+		SCRIPT[$n]="$FENCECHECK_ROOT/${pkg#./}/image.sh"
+	fi
 	NAMES[$i]=$n PKG[$n]=$pkg
 done
 
 build_one() {
 	local n=$1 pkg=${PKG[$1]}
+	if [ -n "${SCRIPT[$n]:-}" ]; then
+		"${SCRIPT[$n]}" --imgbuild "$OUT/bin/imgbuild" --out "$OUT/$n.tar" --tag "docker.io/fencecheck/$n:dev" ||
+			die "${SCRIPT[$n]} failed"
+		return
+	fi
 	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/$n" "$pkg") ||
 		die "go build $pkg failed"
 	"$OUT/bin/imgbuild" image --tag "docker.io/fencecheck/$n:dev" --out "$OUT/$n.tar" \

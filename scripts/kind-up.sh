@@ -10,14 +10,15 @@
 # stopped node containers (after a machine restart) and recreates the cluster
 # when that does not bring it back or its node count differs. On
 # failure it exports kind logs into reports/. Serialized with
-# flock $FENCECHECK_CACHE/kind.lock.
+# flock $FENCECHECK_CACHE/kind.lock. With FENCECHECK_KIND_UP_OUTCOME=FILE it
+# writes created, reused or recreated into FILE.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac
@@ -91,6 +92,14 @@ create_cluster() {
 	}
 }
 
+# record_outcome WORD: tell the caller that asked (FENCECHECK_KIND_UP_OUTCOME
+# names a file) whether this run created the cluster from nothing
+# (created), found it healthy (reused) or had to replace one that existed
+# (recreated): scripts/conformance.sh deletes only a cluster it created.
+record_outcome() {
+	[ -z "${FENCECHECK_KIND_UP_OUTCOME:-}" ] || echo "$1" >"$FENCECHECK_KIND_UP_OUTCOME"
+}
+
 # reuse_existing: 0 when an existing cluster is (made) healthy; otherwise
 # the cluster is deleted and 1 returned so that a new one gets created.
 reuse_existing() {
@@ -153,7 +162,11 @@ main() {
 	# that is inside the node image build, beside the big Go build.
 	local nodes; nodes=$(node_containers)
 	[ -z "$nodes" ] || ensure_kind_cli
-	if [ -z "$nodes" ] || ! reuse_existing "$nodes"; then
+	if [ -n "$nodes" ] && reuse_existing "$nodes"; then
+		record_outcome reused
+	else
+		# Said before the create, so that a failed create is still ours.
+		if [ -n "$nodes" ]; then record_outcome recreated; else record_outcome created; fi
 		local image=${KIND_NODE_IMAGE:-}
 		if [ -n "$image" ]; then
 			log "using KIND_NODE_IMAGE=$image"

@@ -11,15 +11,11 @@ import (
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
-// PathHistory serves the witness's history on the admin listener, which is
-// never the proxied one: no forwarded request can collide with it.
-const PathHistory = "/v1/witness/history"
-
 // Admin serves GET /v1/witness/history, /healthz and /metrics, and the
 // sink-crash nemesis's POST PathGate and PathProbe (crash.go).
 func (wt *Witness) Admin() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathHistory, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+record.PathHistory, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(wt.History())
 	})

@@ -121,7 +121,7 @@ func runThroughWitness(t *testing.T) (record.History, []contract.Attempt) {
 	admin := httptest.NewServer(r.wt.Admin())
 	t.Cleanup(admin.Close)
 	var h record.History
-	if err := json.Unmarshal([]byte(get(t, admin.URL+PathHistory)), &h); err != nil {
+	if err := json.Unmarshal([]byte(get(t, admin.URL+record.PathHistory)), &h); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.Operations) != sent {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ type nemesis struct {
 	released bool   // the one hold is over
 	epoch    uint64
 	held     []*heldWrite
+	// slow: answers are held back by a seeded delay in [0, slowMax].
+	slowMax time.Duration
+	slowRNG *rand.Rand
 }
 
 func newNemesis(cfg NemesisConfig) *nemesis {
@@ -155,15 +159,32 @@ func (n *nemesis) set(req record.NemesisRequest) (record.NemesisState, error) {
 		}
 		n.armed, n.released, n.epoch, n.held = true, false, n.highOK, nil
 	}
+	if req.Slow != nil && req.Slow.Max < 0 {
+		return n.state(), fmt.Errorf("slow max %v must not be negative", req.Slow.Max)
+	}
 	if req.LoseEvery != nil {
 		n.cfg.LoseEvery = *req.LoseEvery
+	}
+	if req.Slow != nil {
+		n.slowMax, n.slowRNG = req.Slow.Max, rand.New(rand.NewPCG(req.Slow.Seed, req.Slow.Seed^0x5eed))
 	}
 	return n.state(), nil
 }
 
+// delay is the next answer's delay (0: answers are not slowed), the
+// seeded PRNG's next draw in [0, slowMax].
+func (n *nemesis) delay() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.slowMax <= 0 {
+		return 0
+	}
+	return time.Duration(n.slowRNG.Int64N(int64(n.slowMax) + 1))
+}
+
 // state is the nemesis as the harness sees it (under n.mu).
 func (n *nemesis) state() record.NemesisState {
-	return record.NemesisState{Holding: n.armed && !n.released, HoldEpoch: n.epoch, LoseEvery: n.cfg.LoseEvery, FreshOK: n.okPuts}
+	return record.NemesisState{Holding: n.armed && !n.released, HoldEpoch: n.epoch, LoseEvery: n.cfg.LoseEvery, FreshOK: n.okPuts, SlowMax: n.slowMax}
 }
 
 // holding reports whether a hold is armed and not yet released.
@@ -218,6 +239,9 @@ func (n *nemesis) serve(wt *Witness, w http.ResponseWriter, r *http.Request, tap
 		if n.losing() {
 			return n.serveLosable(wt, w, r, tap, op)
 		}
+		if d := n.delay(); d > 0 {
+			return n.serveSlow(wt, w, r, tap, op, d, true)
+		}
 		a := wt.forward(w, r, tap)
 		var wr contract.WriteResponse
 		if a.err == "" && !a.truncated && json.Unmarshal(a.body, &wr) == nil {
@@ -227,7 +251,38 @@ func (n *nemesis) serve(wt *Witness, w http.ResponseWriter, r *http.Request, tap
 	case op.Method == http.MethodPost && op.Path == contract.PathFence && op.EpochValid() && n.holding():
 		return n.serveFence(wt, w, r, tap, op)
 	}
+	if d := n.delay(); d > 0 {
+		return n.serveSlow(wt, w, r, tap, op, d, false)
+	}
 	return wt.forward(w, r, tap)
+}
+
+// serveSlow forwards the request and holds the sink's whole answer back
+// for d before it passes it on (a slow sink: the sink acted at once, the
+// client hears late); a PUT's answer still counts for the hold and the
+// lost answers.
+func (n *nemesis) serveSlow(wt *Witness, w http.ResponseWriter, r *http.Request, tap *bodyTap, op *record.Operation, d time.Duration, put bool) answer {
+	ctx, cancel := context.WithTimeout(r.Context(), wt.timeout)
+	defer cancel()
+	f := &record.Fault{Delayed: d}
+	op.Nemesis = f
+	return wt.sendBuffered(ctx, w, r, tap, wt.outbound(ctx, r, tap), f, func(a answer) bool {
+		if put {
+			var wr contract.WriteResponse
+			if !a.truncated && json.Unmarshal(a.body, &wr) == nil {
+				n.answered(a.status, wr.Result, wr.Epoch)
+			}
+		}
+		// The delay is the fault's shape (how slow the sink is), not a
+		// wait for an event.
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return false
+	})
 }
 
 // serveHeld keeps the write until a fence releases it (or the limit
@@ -339,7 +394,7 @@ func (n *nemesis) serveFence(wt *Witness, w http.ResponseWriter, r *http.Request
 func (wt *Witness) sendBuffered(ctx context.Context, w http.ResponseWriter, r *http.Request, tap *bodyTap,
 	out *http.Request, f *record.Fault, lose func(answer) bool) answer {
 	f.Sent = time.Now()
-	resp, err := wt.rt.RoundTrip(out)
+	resp, foreign, err := wt.roundTrip(out)
 	if err != nil {
 		f.Answered = time.Now()
 		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: dialFailed(err)}
@@ -347,7 +402,7 @@ func (wt *Witness) sendBuffered(ctx context.Context, w http.ResponseWriter, r *h
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxHeldBody+1))
 	f.Answered = time.Now()
-	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID), bodyLen: int64(len(body))}
+	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID), bodyLen: int64(len(body)), foreign: foreign}
 	var c capture
 	c.add(body)
 	a.body, a.truncated = c.buf, c.truncated

@@ -2,6 +2,7 @@ package witness
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -281,5 +282,64 @@ func TestHeldWriteCommitsOnTheControlSinks(t *testing.T) {
 				t.Fatalf("held write on %s: %+v, want OK (the defect)", variant, wr)
 			}
 		})
+	}
+}
+
+// A slow sink: once armed at run time, every answer passes back unchanged
+// after a delay the seed draws (the same seed, the same delays, recorded
+// on each operation), the sink acting at once; disarmed, none.
+func TestSlowAnswersAreSeededAndRecorded(t *testing.T) {
+	const max = 20 * time.Millisecond
+	draws := func(seed uint64) []time.Duration {
+		n := newNemesis(NemesisConfig{Runtime: true})
+		if st, err := n.set(record.NemesisRequest{Slow: &record.SlowRequest{Max: max, Seed: seed}}); err != nil || st.SlowMax != max {
+			t.Fatalf("arm: %+v %v", st, err)
+		}
+		var out []time.Duration
+		for range 5 {
+			out = append(out, n.delay())
+		}
+		return out
+	}
+	a, b, c := draws(7), draws(7), draws(8)
+	if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Fatalf("seed 7 drew %v and %v, seed 8 %v", a, b, c)
+	}
+	for _, d := range a {
+		if d < 0 || d > max {
+			t.Fatalf("delay %v outside [0, %v]", d, max)
+		}
+	}
+	if _, err := newNemesis(NemesisConfig{Runtime: true}).set(record.NemesisRequest{Slow: &record.SlowRequest{Max: -1}}); err == nil {
+		t.Error("a negative max must be refused")
+	}
+
+	r, cl, direct := nemesisRig(t, NemesisConfig{Runtime: true})
+	ctx := context.Background()
+	if _, err := r.wt.nem.set(record.NemesisRequest{Slow: &record.SlowRequest{Max: max, Seed: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if fr, _, err := cl.Fence(ctx, 1); err != nil || fr.Result != contract.ResultOK {
+		t.Fatalf("fence: %+v %v", fr, err)
+	}
+	if wr, _, err := cl.Put(ctx, "a", []byte("v"), 1, "i-a"); err != nil || wr.Result != contract.ResultOK {
+		t.Fatalf("put: %+v %v", wr, err)
+	}
+	for i, want := range a[:2] {
+		op := r.next(t)
+		if op.Nemesis == nil || op.Nemesis.Delayed != want || op.Type != record.OK {
+			t.Fatalf("op %d: %+v %+v, want delayed %v", i, op, op.Nemesis, want)
+		}
+		if op.Completed.Sub(op.Nemesis.Answered) < want {
+			t.Errorf("op %d passed back %v after the sink's answer, want at least %v", i, op.Completed.Sub(op.Nemesis.Answered), want)
+		}
+	}
+	if as, err := direct.History(ctx); err != nil || len(as) != 2 {
+		t.Fatalf("the sink saw %d attempts (%v), want the fence and the write once each", len(as), err)
+	}
+	r.wt.nem.set(record.NemesisRequest{Slow: &record.SlowRequest{}})
+	cl.Put(ctx, "b", []byte("v"), 1, "i-b")
+	if op := r.next(t); op.Nemesis != nil {
+		t.Fatalf("disarmed, the put was still touched: %+v", op.Nemesis)
 	}
 }

@@ -68,6 +68,7 @@ type answer struct {
 	truncated bool   // body is only a prefix of the answer
 	err       string // why there is no definite answer; "" when there is
 	instance  string // the sink's contract.HeaderInstanceID, if it sent one
+	foreign   string // the peer that answered without one (see roundTrip)
 	// notSent: the upstream could not be reached (dial failed), so the
 	// request certainly took no effect.
 	notSent bool
@@ -109,6 +110,7 @@ func finish(op record.Operation, v value, a answer) record.Operation {
 	}
 	op.Status = a.status
 	op.SinkInstance = a.instance
+	op.ForeignPeer = a.foreign
 	op.AnswerLen = a.bodyLen
 	op.Error = a.err
 	op.Type = classify(a)

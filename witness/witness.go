@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -162,7 +163,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap) answer {
 	ctx, cancel := context.WithTimeout(r.Context(), wt.timeout)
 	defer cancel()
-	resp, err := wt.rt.RoundTrip(wt.outbound(ctx, r, tap))
+	resp, foreign, err := wt.roundTrip(wt.outbound(ctx, r, tap))
 	if err != nil {
 		return answer{err: wt.why(ctx, r, tap, "no answer", err), notSent: dialFailed(err)}
 	}
@@ -174,7 +175,7 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	removeHopByHop(h)
 	w.WriteHeader(resp.StatusCode)
 
-	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID)}
+	a := answer{status: resp.StatusCode, instance: resp.Header.Get(contract.HeaderInstanceID), foreign: foreign}
 	var c capture
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -203,6 +204,38 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 	}
 	a.body, a.truncated = c.buf, c.truncated
 	return a
+}
+
+// roundTrip sends out upstream. An answer without the sink's
+// Sink-Instance-Id is not the sink's: something else holds the Service's
+// address on that connection (seen on kind: an empty 404 on every request
+// of a kept-alive connection for minutes). foreign is then the peer that
+// answered, kept in the record so a report can name it, and the connection
+// is closed once the answer is read, so the next request dials the Service
+// again. The answer itself still passes back unchanged.
+func (wt *Witness) roundTrip(out *http.Request) (resp *http.Response, foreign string, err error) {
+	var conn net.Conn
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+		GotConn: func(ci httptrace.GotConnInfo) { conn = ci.Conn },
+	}))
+	resp, err = wt.rt.RoundTrip(out)
+	if err != nil || resp.Header.Get(contract.HeaderInstanceID) != "" || conn == nil {
+		return resp, "", err
+	}
+	resp.Body = closeConnAfter{resp.Body, conn}
+	return resp, conn.RemoteAddr().String(), nil
+}
+
+// closeConnAfter closes the connection an answer came on with its body.
+type closeConnAfter struct {
+	io.ReadCloser
+	conn net.Conn
+}
+
+func (c closeConnAfter) Close() error {
+	err := c.ReadCloser.Close()
+	c.conn.Close()
+	return err
 }
 
 // dialFailed: the upstream was never reached, so nothing was sent.

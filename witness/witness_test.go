@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,6 +150,7 @@ func TestForwardsUnchanged(t *testing.T) {
 		EpochHeader: "42", Epoch: 42, IdempotencyKey: "term-42-000001",
 		ValueLen: int64(len(value)), ValueSHA256: sha(value),
 		Type: record.OK, Status: 201, AnswerLen: int64(len(answer)),
+		ForeignPeer: addrOf(up.URL), // it sends no Sink-Instance-Id
 	}
 	if op != wantOp {
 		t.Errorf("op =\n%+v\nwant\n%+v", op, wantOp)
@@ -376,7 +378,7 @@ func TestMaxOpsCountsDropped(t *testing.T) {
 	}
 	admin := httptest.NewServer(r.wt.Admin())
 	t.Cleanup(admin.Close)
-	resp, err := http.Get(admin.URL + PathHistory)
+	resp, err := http.Get(admin.URL + record.PathHistory)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,5 +451,65 @@ func TestUpstreamUnreachableIsFail(t *testing.T) {
 	}
 	if op := r.next(t); op.Type != record.Fail || !strings.Contains(op.Error, "connection refused") {
 		t.Errorf("op = %+v, want fail: connection refused", op)
+	}
+}
+
+// TestForeignAnswerClosesItsConnection: an answer without the sink's
+// Sink-Instance-Id is not the sink's, so the connection it came on is not
+// kept for the next request (on kind an empty 404 came back on every
+// request of one kept-alive connection for two minutes); the sink's own
+// answers keep theirs.
+func TestForeignAnswerClosesItsConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		instance  string
+		nemesis   NemesisConfig // LoseEvery sends a PUT through sendBuffered
+		wantConns int
+	}{
+		{"not the sink's answer", "", NemesisConfig{}, 3},
+		{"the sink's answer", "abc", NemesisConfig{}, 1},
+		{"not the sink's answer, buffered", "", NemesisConfig{LoseEvery: 1000}, 3},
+		{"the sink's answer, buffered", "abc", NemesisConfig{LoseEvery: 1000}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			conns := map[string]bool{}
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				conns[r.RemoteAddr] = true
+				mu.Unlock()
+				if tc.instance != "" {
+					w.Header().Set(contract.HeaderInstanceID, tc.instance)
+				}
+				w.WriteHeader(http.StatusNotFound)
+			}))
+			t.Cleanup(up.Close)
+			r := startRig(t, Config{Upstream: up.URL, Nemesis: tc.nemesis})
+			for range 3 {
+				req, _ := http.NewRequest(http.MethodPost, r.url+contract.PathFence, nil)
+				if tc.nemesis.LoseEvery > 0 {
+					req, _ = http.NewRequest(http.MethodPut, r.url+contract.PathRecords+"k", strings.NewReader("v"))
+				}
+				req.Header.Set(contract.HeaderEpoch, "1")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				op := r.next(t)
+				if op.Status != http.StatusNotFound || op.SinkInstance != tc.instance {
+					t.Fatalf("op = %+v, want the 404 recorded with instance %q", op, tc.instance)
+				}
+				if foreign := tc.instance == ""; (op.ForeignPeer == addrOf(up.URL)) != foreign || (op.ForeignPeer == "") == foreign {
+					t.Fatalf("foreign peer %q, want the upstream's address only for an answer without an instance", op.ForeignPeer)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(conns) != tc.wantConns {
+				t.Errorf("the upstream saw %d connections for 3 requests, want %d", len(conns), tc.wantConns)
+			}
+		})
 	}
 }

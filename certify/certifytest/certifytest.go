@@ -18,13 +18,21 @@ import (
 )
 
 // Options says what to certify and how; zero values are certify's
-// defaults (every profile, 6 writers x 40 operations, a random seed).
+// defaults (every profile the options allow, 6 writers x 40 operations, a
+// random seed).
 type Options struct {
-	// Profiles to run; empty means all. The durability profile needs
-	// Restart (graceful) and Kill (SIGKILL): each must return once the old
-	// sink process is gone; a missing one leaves its checks inconclusive.
+	// Profiles to run; empty means every one the options allow (logged:
+	// the others are NOT RUN, with the reason). The durability profile
+	// needs Restart (graceful) and Kill (SIGKILL): each must return once
+	// the old sink process is gone; a missing one leaves its checks
+	// inconclusive.
 	Profiles      []string
 	Restart, Kill func(ctx context.Context) error
+	// Disposable or Reset (which makes the sink fresh and returns once it
+	// answers) let the domain profile run: it raises the sink's floor to
+	// 2^64-1 for ever.
+	Disposable bool
+	Reset      func(ctx context.Context) error
 	// RestartTimeout bounds a restart plus the wait for the sink to answer.
 	RestartTimeout time.Duration
 	// HTTP is the client (timeouts, TLS, auth headers); redirects are
@@ -50,11 +58,15 @@ func Run(t *testing.T, url string, opts Options) certify.Report {
 		SinkURL: url, Profiles: opts.Profiles, Restart: opts.Restart, Kill: opts.Kill,
 		RestartTimeout: opts.RestartTimeout, HTTP: opts.HTTP, Progress: &progress,
 		Writers: opts.Writers, OpsPerWriter: opts.OpsPerWriter, Seed: opts.Seed, ReportDir: opts.ReportDir,
+		Disposable: opts.Disposable, Reset: opts.Reset,
 	})
 	if err != nil {
 		t.Fatalf("certify %s: %v", url, err)
 	}
 	t.Logf("certify %s with seed %d (Options.Seed reproduces the traffic against a fresh sink)", url, r.Seed())
+	for p, why := range r.Report().NotRun {
+		t.Logf("profile %s NOT RUN: %s", p, why)
+	}
 	byProfile := map[string][]certify.CheckInfo{}
 	var order []string
 	for _, c := range r.Checks() {

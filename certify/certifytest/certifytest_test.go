@@ -45,7 +45,8 @@ func TestFailuresAreSubtests(t *testing.T) {
 		}
 	}
 	want := []string{
-		"TestSink/core", "TestSink/core/fence-raises-floor", "TestSink/core/fence-below-floor-rejected",
+		"TestSink/core", "TestSink/core/fence-raises-floor", "TestSink/core/fence-below-floor-rejected", "TestSink/core/model-sequences",
+		"TestSink/idempotency", "TestSink/idempotency/model-retries",
 		// the fence never raised the floor, so no durability check has evidence
 		"TestSink/durability", "TestSink/durability/floor-survives-restart", "TestSink/durability/records-survive-restart",
 		"TestSink/durability/idempotency-survives-restart", "TestSink/durability/floor-survives-kill",

@@ -14,7 +14,7 @@ import (
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/fencecheck/fencecheck/chaos"
-	"github.com/fencecheck/fencecheck/chaos/schedule"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -45,7 +45,7 @@ func parsePartition(args []string) (*partitionOpts, *flag.FlagSet, error) {
 	fs.StringVar(&o.spec.PodNamespace, "namespace", "", "namespace of the target pods (required)")
 	fs.StringVar(&o.spec.PodName, "pod", "", "target one pod by name")
 	selector := fs.String("selector", "", "target every running pod matching labels k=v[,k=v]")
-	fs.StringVar(&o.lease, "lease", "", "target the current leader: the pod named by this Lease's holder (<pod>_<8 hex>)")
+	fs.StringVar(&o.lease, "lease", "", "target the current leader: the pod named by this Lease's holder (<pod>_<suffix>, matched against the namespace's pods)")
 	fs.DurationVar(&o.spec.Duration, "duration", 30*time.Second, "how long the partition lasts (the agent heals it on time)")
 	direction := fs.String("direction", "to", "to or both")
 	fs.StringVar(&o.targetsFlag, "targets", "", "addresses to cut off, comma-separated (default: the apiserver's ClusterIP and endpoints)")
@@ -234,7 +234,7 @@ func runSchedule(args []string) int {
 	if code, ok := parseArgs(fs, args, 0); !ok {
 		return code
 	}
-	var s schedule.Schedule
+	var s fault.Schedule
 	var err error
 	if *replay != "" {
 		b, rerr := os.ReadFile(*replay)
@@ -242,15 +242,15 @@ func runSchedule(args []string) int {
 			fmt.Fprintln(os.Stderr, "schedule:", rerr)
 			return 1
 		}
-		s, err = schedule.Unmarshal(b)
+		s, err = fault.Unmarshal(b)
 	} else {
 		if *seed == 0 {
 			*seed = uint64(time.Now().UnixNano())
 			fmt.Fprintf(os.Stderr, "schedule: seed %d\n", *seed)
 		}
-		c := schedule.DefaultConfig(*seed, *ttl)
+		c := fault.DefaultConfig(*seed, *ttl)
 		c.Steps, c.FollowerPct = *steps, *followerPct
-		s, err = schedule.Generate(c)
+		s, err = fault.Generate(c)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schedule:", err)

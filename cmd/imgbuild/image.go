@@ -33,6 +33,7 @@ type imageSpec struct {
 	Env             []string
 	StopSignal      string
 	WorkingDir      string
+	User            string
 }
 
 func parseAdd(s string) (fileAdd, error) {
@@ -163,6 +164,7 @@ func assembleImage(s imageSpec) (v1.Image, error) {
 	cf.Config.Cmd = s.Cmd
 	cf.Config.StopSignal = s.StopSignal
 	cf.Config.WorkingDir = s.WorkingDir
+	cf.Config.User = s.User
 	return mutate.ConfigFile(img, cf)
 }
 

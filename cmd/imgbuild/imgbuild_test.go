@@ -26,7 +26,7 @@ func buildTestImage(t *testing.T, dir, tag string) string {
 	t.Helper()
 	bin := writeFile(t, dir, "bin-"+strings.NewReplacer("/", "_", ":", "_").Replace(tag), "#!binary "+tag)
 	out := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(tag)+".tar")
-	err := run([]string{"image", "--tag", tag, "--out", out, "--add", bin + ":/usr/local/bin/tool", "--entrypoint", "/usr/local/bin/tool,serve", "--env", "A=b", "--stopsignal", "SIGRTMIN+3"}, io.Discard)
+	err := run([]string{"image", "--tag", tag, "--out", out, "--add", bin + ":/usr/local/bin/tool", "--entrypoint", "/usr/local/bin/tool,serve", "--env", "A=b", "--stopsignal", "SIGRTMIN+3", "--user", "65532:65532"}, io.Discard)
 	if err != nil {
 		t.Fatalf("image: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestImageRoundTrip(t *testing.T) {
 	if got := strings.Join(cf.Config.Entrypoint, " "); got != "/usr/local/bin/tool serve" {
 		t.Errorf("entrypoint = %q", got)
 	}
-	if cf.Config.StopSignal != "SIGRTMIN+3" || !hasEnv(cf.Config.Env, "A") || !hasEnv(cf.Config.Env, "PATH") {
+	if cf.Config.StopSignal != "SIGRTMIN+3" || cf.Config.User != "65532:65532" || !hasEnv(cf.Config.Env, "A") || !hasEnv(cf.Config.Env, "PATH") {
 		t.Errorf("config = %+v", cf.Config)
 	}
 	layers, _ := img.Layers()
@@ -78,7 +78,7 @@ func TestImageRoundTrip(t *testing.T) {
 	// Reproducible: the same inputs give the same digest.
 	out2 := filepath.Join(dir, "again.tar")
 	bin := filepath.Join(dir, "bin-docker.io_fencecheck_probe_dev")
-	if err := run([]string{"image", "--tag", "docker.io/fencecheck/probe:dev", "--out", out2, "--add", bin + ":/usr/local/bin/tool", "--entrypoint", "/usr/local/bin/tool,serve", "--env", "A=b", "--stopsignal", "SIGRTMIN+3"}, io.Discard); err != nil {
+	if err := run([]string{"image", "--tag", "docker.io/fencecheck/probe:dev", "--out", out2, "--add", bin + ":/usr/local/bin/tool", "--entrypoint", "/usr/local/bin/tool,serve", "--env", "A=b", "--stopsignal", "SIGRTMIN+3", "--user", "65532:65532"}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	img2, _ := tarball.ImageFromPath(out2, &tag)

@@ -1,7 +1,7 @@
 // Command imgbuild assembles container images without `docker build`:
 //
 //	imgbuild image   --tag REF --out FILE [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]...
-//	                 [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR]
+//	                 [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR] [--user UID[:GID]]
 //	imgbuild archive --out FILE IMAGE.tar...
 //
 // `image` writes a docker-loadable archive (layers: each rootfs tar in order,
@@ -29,7 +29,7 @@ func main() {
 }
 
 const usage = `usage:
-  imgbuild image   --tag REF --out FILE [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]... [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR]
+  imgbuild image   --tag REF --out FILE [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]... [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR] [--user UID[:GID]]
   imgbuild archive --out FILE IMAGE.tar...`
 
 func run(args []string, stderr io.Writer) error {
@@ -78,6 +78,7 @@ func runImage(args []string, stderr io.Writer) error {
 	fs.Var(&envs, "env", "K=V environment entry (repeatable)")
 	fs.StringVar(&spec.StopSignal, "stopsignal", "", "stop signal, e.g. SIGRTMIN+3")
 	fs.StringVar(&spec.WorkingDir, "workdir", "", "working directory")
+	fs.StringVar(&spec.User, "user", "", "user to run as, e.g. 65532:65532 (numeric: the image may have no /etc/passwd)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

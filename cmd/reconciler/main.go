@@ -55,6 +55,7 @@ func run(args []string) int {
 	fs.BoolVar(&cfg.Modes.TermOnRenew, "term-on-renew", false, "broken: bump the term on renew")
 	fs.BoolVar(&cfg.Modes.NoTermBump, "no-term-bump", false, "broken: keep the old term on takeover")
 	fs.BoolVar(&cfg.Modes.TermRestartOnRecreate, "term-restart-on-recreate", false, "broken: a Lease created after a deletion starts again at term 1")
+	fs.BoolVar(&cfg.Modes.SharedKeys, "shared-keys", false, "broken: the Idempotency-Key is the sequence number alone, reused by every term for other values")
 	fs.Float64Var(&cfg.Modes.ClockRate, "clock-rate", 1, "fault: the lease clock runs at this rate of real time (0.5: the leader keeps acting twice as long without a renew); in (0, 1]")
 	fs.DurationVar(&cfg.Modes.LeadDelay, "lead-delay", 0, "broken: a new leader waits this long before its fence and first write")
 	fs.BoolVar(&cfg.ReleaseOnCancel, "release-on-cancel", false, "on shutdown, release the Lease once the bridge is joined (a successor takes over within a retry period)")

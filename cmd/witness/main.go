@@ -83,7 +83,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs := flag.NewFlagSet("witness", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", ":8080", "proxied listen address (clients connect here)")
-	fs.StringVar(&o.admin, "admin", ":8082", "admin listen address: "+witness.PathHistory+", /healthz, /metrics")
+	fs.StringVar(&o.admin, "admin", ":8082", "admin listen address: "+record.PathHistory+", /healthz, /metrics")
 	fs.StringVar(&o.upstream, "upstream", "http://sink:8080", "the sink's base URL")
 	fs.IntVar(&o.maxOps, "max-ops", witness.DefaultMaxOps, "operations kept; past it they are counted as dropped")
 	fs.DurationVar(&o.timeout, "timeout", witness.DefaultTimeout, "upper bound of one upstream exchange")

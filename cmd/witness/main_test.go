@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -80,7 +79,7 @@ func TestServeAndShutdown(t *testing.T) {
 	// operation: wait for it, with a deadline.
 	var h record.History
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		resp, err = http.Get("http://" + a.admin + witness.PathHistory)
+		resp, err = http.Get("http://" + a.admin + record.PathHistory)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,14 +95,14 @@ func TestServeAndShutdown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	// On the proxied port the history's path is just another request for the upstream.
-	resp, err = http.Get("http://" + a.proxy + witness.PathHistory)
+	resp, err = http.Get("http://" + a.proxy + record.PathHistory)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if string(b) != `{"result":"OK","highest_epoch":1}` {
-		t.Errorf("proxied %s answered %q, want the upstream's answer", witness.PathHistory, b)
+		t.Errorf("proxied %s answered %q, want the upstream's answer", record.PathHistory, b)
 	}
 	cancel()
 	select {

@@ -12,7 +12,6 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
-	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -91,21 +90,38 @@ func describeOp(o record.Operation) string {
 	return fmt.Sprintf("witness op %d (%s %s epoch %s at %s from %s)", o.ID, o.Method, o.Path, o.EpochHeader, ts(o.Invoked), o.Source)
 }
 
-// heldSince is when the Lease watch first showed pod holding term.
-func heldSince(s *history.Scenario, pod string, term uint64) (time.Time, bool) {
+// holderPods maps each holder the Lease watch saw to its pod (HolderPod),
+// once per check; unmatched says which holders name no pod of the run.
+func holderPods(s *history.Scenario) (pods map[string]string, unmatched []error) {
+	pods = map[string]string{}
 	for _, r := range s.Lease.Records {
-		if r.Holder != "" && r.TermOK && r.Event != "DELETED" && r.Term == term && leader.PodOf(r.Holder) == pod {
+		if _, done := pods[r.Holder]; r.Holder == "" || done {
+			continue
+		}
+		pod, err := HolderPod(s, r.Holder)
+		if err != nil {
+			unmatched = append(unmatched, err)
+		}
+		pods[r.Holder] = pod
+	}
+	return pods, unmatched
+}
+
+// heldSince is when the Lease watch first showed pod holding term.
+func heldSince(s *history.Scenario, pods map[string]string, pod string, term uint64) (time.Time, bool) {
+	for _, r := range s.Lease.Records {
+		if r.Holder != "" && r.TermOK && r.Event != "DELETED" && r.Term == term && pods[r.Holder] == pod {
 			return r.Observed, true
 		}
 	}
 	return time.Time{}, false
 }
 
-func termsOf(s *history.Scenario, pod string) []uint64 {
+func termsOf(s *history.Scenario, pods map[string]string, pod string) []uint64 {
 	seen := map[uint64]bool{}
 	var out []uint64
 	for _, r := range s.Lease.Records {
-		if r.Holder != "" && r.TermOK && leader.PodOf(r.Holder) == pod && !seen[r.Term] {
+		if r.Holder != "" && r.TermOK && pods[r.Holder] == pod && !seen[r.Term] {
 			seen[r.Term] = true
 			out = append(out, r.Term)
 		}
@@ -122,6 +138,16 @@ func checkEpochHeld(s *history.Scenario) Verdict {
 	if s.Witness == nil {
 		e.unknownf("no witness history: what each pod sent is unknown")
 		return e.verdict()
+	}
+	pods, unmatched := holderPods(s)
+	for _, err := range unmatched {
+		e.unknownf("%v", err)
+	}
+	unmatchedTerm := map[uint64]bool{} // a term whose holder names no pod: who held it is unknown
+	for _, r := range s.Lease.Records {
+		if r.Holder != "" && r.TermOK && pods[r.Holder] == "" {
+			unmatchedTerm[r.Term] = true
+		}
 	}
 	n, unknown := 0, 0
 	by := map[string]int{}
@@ -142,10 +168,12 @@ func checkEpochHeld(s *history.Scenario) Verdict {
 			continue
 		}
 		by[pod]++
-		at, ok := heldSince(s, pod, o.Epoch)
+		at, ok := heldSince(s, pods, pod, o.Epoch)
 		switch {
+		case !ok && unmatchedTerm[o.Epoch]:
+			unknown++ // said above: the holder of that term names no pod
 		case !ok:
-			e.failf("%s was sent by %s, which the Lease watch never shows holding term %d (it held [%s])", describeOp(o), pod, o.Epoch, joinU(termsOf(s, pod)))
+			e.failf("%s was sent by %s, which the Lease watch never shows holding term %d (it held [%s])", describeOp(o), pod, o.Epoch, joinU(termsOf(s, pods, pod)))
 		case at.After(o.Invoked.Add(watchLag)):
 			e.failf("%s was sent by %s before the Lease watch showed it holding term %d (at %s)", describeOp(o), pod, o.Epoch, ts(at))
 		}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,39 @@ func TestEpochHeldJudgedFromWitnessAndWatch(t *testing.T) {
 	wantInconclusive(t, none, EpochHeldByWriter, "no pod addresses recorded")
 	none.MissingEvidence(history.EvidencePodIPs, "pod watch: forbidden")
 	wantInconclusive(t, none, EpochHeldByWriter, "pod-ips evidence incomplete: pod watch: forbidden")
+}
+
+// The holder's pod comes from the run's pods, not from a suffix rule: any
+// "<pod>_<suffix>" is that pod's (docs/controller-contract.md, MUST 1),
+// and a holder that names no pod leaves the writes of its term unjudged,
+// naming it, never failed.
+func TestHolderPodByTheRunsPods(t *testing.T) {
+	rename := func(s *history.Scenario, id func(pod string, i int) string) {
+		ids := map[string]string{}
+		for i, r := range s.Lease.Records {
+			if r.Holder == "" {
+				continue
+			}
+			if _, ok := ids[r.Holder]; !ok {
+				ids[r.Holder] = id(strings.Split(r.Holder, "_")[0], len(ids))
+			}
+			s.Lease.Records[i].Holder = ids[r.Holder]
+		}
+	}
+	odd := synth.Scenario("correct", synth.Defect{})
+	odd.Events, odd.Attempts = map[string][]eventlog.Event{}, nil
+	rename(odd, func(pod string, i int) string { return fmt.Sprintf("%s_%d", pod, i+1) })
+	wantPass(t, odd, EpochHeldByWriter)
+	for _, r := range odd.Lease.Records {
+		if p := PodOf(odd, r.Holder); r.Holder != "" && (p == "" || !strings.HasPrefix(r.Holder, p+"_")) {
+			t.Errorf("PodOf(%q) = %q", r.Holder, p)
+		}
+	}
+
+	stranger := synth.Scenario("correct", synth.Defect{})
+	stranger.Events, stranger.Attempts = map[string][]eventlog.Event{}, nil
+	rename(stranger, func(pod string, i int) string { return fmt.Sprintf("stranger-%d_x", i) })
+	wantInconclusive(t, stranger, EpochHeldByWriter, `the Lease holder "stranger-0_x" names none of the scenario's pods`)
 }
 
 func TestBridgeDrainFromTheWitness(t *testing.T) {
@@ -178,7 +212,7 @@ func TestStepsDownNeedsTheWholeWindow(t *testing.T) {
 func TestBridgeTestimonySaysSo(t *testing.T) {
 	s := synth.Scenario("correct", synth.Defect{Shutdown: true})
 	for _, c := range []string{BridgeAbort, BridgeJoin} {
-		if v := verdict(t, s, c); !v.Pass || v.Evidence[0] != testimony {
+		if v := verdict(t, s, c); v.Status != StatusPass || v.Evidence[0] != testimony {
 			t.Errorf("%s: %v", c, v.Evidence)
 		}
 	}

@@ -5,6 +5,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,15 +17,25 @@ import (
 
 // Verdict is one check's judgement of one scenario.
 type Verdict struct {
-	Check string `json:"check"`
-	Pass  bool   `json:"pass"`
-	// Inconclusive: it failed only for lack of evidence (nothing to judge,
-	// a watch gap, an unattributed commit), not on a violation. Such a
-	// failure fails a must-pass check but does not count as catching a
-	// negative control.
-	Inconclusive bool     `json:"inconclusive,omitempty"`
-	Evidence     []string `json:"evidence,omitempty"`
+	Check    string   `json:"check"`
+	Status   Status   `json:"status"`
+	Evidence []string `json:"evidence,omitempty"`
 }
+
+// Status is what a check found, before it is set against what the
+// scenario expected (that is the Outcome; docs/glossary.md).
+type Status string
+
+const (
+	// StatusPass: the evidence it needs is there and shows no violation.
+	StatusPass Status = "pass"
+	// StatusViolation: the evidence shows a violation.
+	StatusViolation Status = "violation"
+	// StatusInconclusive: no violation shown, but not the evidence to pass
+	// (nothing to judge, a watch gap, an unattributed commit). It fails a
+	// must-pass check and never counts as catching a negative control.
+	StatusInconclusive Status = "inconclusive"
+)
 
 // Checker is a named check.
 type Checker struct {
@@ -59,6 +70,7 @@ const (
 	RejectedNotInState = "rejected-not-in-final-state"
 	FloorMonotonic     = "floor-monotonic"
 	Idempotency        = "idempotency"
+	IdempotencyMisuse  = "idempotency-misuse"
 	UnfencedWrites     = "unfenced-writes"
 	OldLeaderStepsDown = "old-leader-steps-down"
 	BridgeDrain        = "bridge-drain"
@@ -85,6 +97,7 @@ var All = []Checker{
 	{RejectedNotInState, "rejected writes never appear in the sink's final state", []string{sink, state}, checkRejectedNotInState},
 	{FloorMonotonic, "the sink's floor and highest committed epoch never decrease; its history has no holes", []string{sink}, checkFloorMonotonic},
 	{Idempotency, "no Idempotency-Key is applied twice", []string{sink}, checkIdempotency},
+	{IdempotencyMisuse, "every write carries an Idempotency-Key, one key is one logical write (never another record key or value, no 422), and a write is retried until it gets a definite answer while its sender may send (the witness)", []string{wit, lease}, checkIdempotencyMisuse},
 	{UnfencedWrites, "every commit carries an epoch, and its term's fence reached the sink first; every PUT the witness saw carries one", []string{sink}, checkUnfenced},
 	{OldLeaderStepsDown, "after every takeover no write of the previous term is sent later than drain_timeout (the witness's record)", []string{lease, wit}, checkStepsDown},
 	{BridgeDrain, "a bridge stopped by its producer forwards everything it buffered: the witness saw seqs 0..enqueued-1 of its term", []string{events, wit, history.EvidencePodIPs}, checkBridgeDrain},
@@ -130,6 +143,34 @@ type Result struct {
 	OK bool `json:"ok"`
 }
 
+// UnmarshalJSON reads a result as this build writes it, or as builds
+// before check.Status wrote it ({"pass": bool, "inconclusive": bool}), so
+// the verdicts.json of an older run still compares.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result // without this method
+	var w struct {
+		plain
+		Pass         *bool `json:"pass"`
+		Inconclusive bool  `json:"inconclusive"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Result(w.plain)
+	switch {
+	case r.Status != "":
+	case w.Pass == nil:
+		return fmt.Errorf("result %s/%s: no status", r.Scenario, r.Check)
+	case *w.Pass:
+		r.Status = StatusPass
+	case w.Inconclusive:
+		r.Status = StatusInconclusive
+	default:
+		r.Status = StatusViolation
+	}
+	return nil
+}
+
 // Outcome is what a result means for a reader: the one word every printer
 // uses for it.
 type Outcome string
@@ -152,11 +193,11 @@ func (r Result) Outcome() Outcome {
 		return Informative
 	case r.Expected != history.MustPass && r.Expected != history.MustFail:
 		return Inconclusive // an expectation this build does not know
-	case r.Pass && r.Expected == history.MustPass:
+	case r.Status == StatusPass && r.Expected == history.MustPass:
 		return Pass
-	case r.Pass:
+	case r.Status == StatusPass:
 		return Escaped
-	case r.Inconclusive:
+	case r.Status == StatusInconclusive:
 		return Inconclusive
 	case r.Expected == history.MustPass:
 		return Fail
@@ -200,7 +241,7 @@ func EvaluateScenario(s *history.Scenario) []Result {
 	for _, name := range unknown {
 		// Not OK whatever it expected: a check this build lacks judged nothing.
 		out = append(out, Result{Scenario: s.Name, Expected: s.Expect[name],
-			Verdict: Verdict{Check: name, Inconclusive: true, Evidence: []string{"no such check in this build"}}})
+			Verdict: Verdict{Check: name, Status: StatusInconclusive, Evidence: []string{"no such check in this build"}}})
 	}
 	return out
 }
@@ -226,8 +267,8 @@ func withMissing(s *history.Scenario, needs []string, v Verdict) Verdict {
 	if len(why) == 0 {
 		return v
 	}
-	if v.Pass || v.Inconclusive {
-		v.Pass, v.Inconclusive = false, true
+	if v.Status != StatusViolation {
+		v.Status = StatusInconclusive
 	}
 	v.Evidence = append(why, v.Evidence...)
 	return v
@@ -315,7 +356,14 @@ func (e *evidence) verdict() Verdict {
 	if e.dropped > 0 {
 		lines = append(lines, fmt.Sprintf("... and %d more", e.dropped))
 	}
-	return Verdict{Pass: !e.fail, Inconclusive: e.fail && !e.violation, Evidence: lines}
+	st := StatusPass
+	switch {
+	case e.violation:
+		st = StatusViolation
+	case e.fail:
+		st = StatusInconclusive
+	}
+	return Verdict{Status: st, Evidence: lines}
 }
 
 func shortID(s string) string {

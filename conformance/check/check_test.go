@@ -24,7 +24,7 @@ func verdict(t *testing.T, s *history.Scenario, name string) Verdict {
 
 func wantPass(t *testing.T, s *history.Scenario, name string) {
 	t.Helper()
-	if v := verdict(t, s, name); !v.Pass {
+	if v := verdict(t, s, name); v.Status != StatusPass {
 		t.Errorf("%s on %s: want pass, got fail:\n  %s", name, s.Name, strings.Join(v.Evidence, "\n  "))
 	}
 }
@@ -32,11 +32,11 @@ func wantPass(t *testing.T, s *history.Scenario, name string) {
 func wantFail(t *testing.T, s *history.Scenario, name, evidence string) {
 	t.Helper()
 	v := verdict(t, s, name)
-	if v.Pass {
+	if v.Status == StatusPass {
 		t.Errorf("%s on %s: the broken variant passed:\n  %s", name, s.Name, strings.Join(v.Evidence, "\n  "))
 		return
 	}
-	if v.Inconclusive {
+	if v.Status == StatusInconclusive {
 		// Missing evidence never catches a broken variant.
 		t.Errorf("%s on %s: INCONCLUSIVE, not caught:\n  %s", name, s.Name, strings.Join(v.Evidence, "\n  "))
 		return
@@ -51,8 +51,8 @@ func wantFail(t *testing.T, s *history.Scenario, name, evidence string) {
 func wantInconclusive(t *testing.T, s *history.Scenario, name, evidence string) {
 	t.Helper()
 	v := verdict(t, s, name)
-	if v.Pass || !v.Inconclusive {
-		t.Errorf("%s on %s: want INCONCLUSIVE, got pass=%v:\n  %s", name, s.Name, v.Pass, strings.Join(v.Evidence, "\n  "))
+	if v.Status == StatusPass || v.Status != StatusInconclusive {
+		t.Errorf("%s on %s: want INCONCLUSIVE, got pass=%v:\n  %s", name, s.Name, v.Status == StatusPass, strings.Join(v.Evidence, "\n  "))
 		return
 	}
 	if !strings.Contains(strings.Join(v.Evidence, "\n"), evidence) {
@@ -108,7 +108,7 @@ func TestCorrectRunPassesEverything(t *testing.T) {
 	for _, d := range []synth.Defect{{}, {Shutdown: true}} {
 		s := synth.Scenario("correct", d)
 		for _, r := range EvaluateScenario(s) {
-			if !r.Pass {
+			if r.Status != StatusPass {
 				t.Errorf("%s (shutdown=%v): %v", r.Check, d.Shutdown, r.Evidence)
 			}
 		}
@@ -342,7 +342,7 @@ func TestEvaluateExpectations(t *testing.T) {
 		switch r.Check {
 		case BridgeDrain:
 			sawDrain = true
-			if r.Pass || !r.OK {
+			if r.Status == StatusPass || !r.OK {
 				t.Errorf("caught negative control must be OK: %+v", r)
 			}
 		case "no-such-check":
@@ -365,7 +365,7 @@ func TestEvaluateExpectations(t *testing.T) {
 		}
 	}
 	s.Events["pod-a"] = kept
-	if rs := EvaluateScenario(s); rs[0].Pass || !rs[0].Inconclusive || rs[0].OK {
+	if rs := EvaluateScenario(s); rs[0].Status == StatusPass || rs[0].Status != StatusInconclusive || rs[0].OK {
 		t.Errorf("an inconclusive failure must not count as a caught control: %+v", rs[0])
 	}
 	// A broken variant that passes is not OK.
@@ -377,7 +377,7 @@ func TestEvaluateExpectations(t *testing.T) {
 }
 
 func TestOutcome(t *testing.T) {
-	pass, fail, unknown := Verdict{Pass: true}, Verdict{}, Verdict{Inconclusive: true}
+	pass, fail, unknown := Verdict{Status: StatusPass}, Verdict{Status: StatusViolation}, Verdict{Status: StatusInconclusive}
 	for _, c := range []struct {
 		exp  history.Expectation
 		v    Verdict

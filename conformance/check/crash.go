@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/witness/record"
@@ -18,37 +19,6 @@ const (
 	FloorSurvivesRestart = "floor-survives-restart"
 	AckedWritesDurable   = "acked-writes-durable"
 )
-
-// AckedFloor is the highest floor the sink acknowledged to any client in
-// ops answered before `before` (zero time: all): a fence answered OK, a
-// commit (the floor is at least its epoch), or a refusal naming the floor.
-// The harness stamps its probe below it; floor-survives-restart recomputes
-// it rather than trusting the probe's choice.
-func AckedFloor(ops []record.Operation, before time.Time) (floor uint64, by record.Operation) {
-	for _, o := range ops {
-		if o.Completed.IsZero() || (!before.IsZero() && !o.Completed.Before(before)) {
-			continue
-		}
-		f := ackedBy(o)
-		if f > floor {
-			floor, by = f, o
-		}
-	}
-	return floor, by
-}
-
-// ackedBy is the floor one answer acknowledged, 0 if none.
-func ackedBy(o record.Operation) uint64 {
-	switch {
-	case o.Type == record.OK && o.Method == "POST" && o.Path == contract.PathFence && o.Result == contract.ResultOK:
-		return max(o.Epoch, o.HighestEpoch)
-	case o.Type == record.OK && o.Method == "PUT" && o.Key != "" && (o.Result == contract.ResultOK || o.Result == contract.ResultOKDup):
-		return max(o.ResultEpoch, o.HighestEpoch)
-	case o.Type == record.Fail && o.Result == contract.ResultRejectStale:
-		return o.HighestEpoch
-	}
-	return 0
-}
 
 // checkFloorSurvivesRestart: after the sink was SIGKILLed and restarted,
 // the harness's probe, stamped below the floor the sink acknowledged
@@ -105,32 +75,14 @@ func checkFloorSurvivesRestart(s *history.Scenario) Verdict {
 	return e.verdict()
 }
 
-// NotTheSinksAnswer says why a probe's recorded outcome is not the
-// restarted sink's answer ("" when it is): no definite answer (not sent,
-// or none came), or a status with no contract result in its body. The
-// contract answers every request with a result; a bare status (an empty
-// 404 seen 0.3 s after a sink came back, at --parallel 3, s16-bench-p3)
-// came from something else at the Service's address while its endpoints
-// settled. The driver sends such a probe again; this check does not judge
-// it.
-func NotTheSinksAnswer(op record.Operation) string {
-	switch {
-	case op.Completed.IsZero() || op.Type == record.Info || op.Type == record.Invoke || (op.Type == record.Fail && op.Status == 0):
-		return fmt.Sprintf("got no definite answer (%s %s)", op.Type, op.Error)
-	case op.Result == "":
-		return fmt.Sprintf("got %d with no contract result in its body: not the sink's answer", op.Status)
-	}
-	return ""
-}
-
 // judgeProbe adds p's verdict to e and reports whether p was judged; when
 // it was not, why says so.
 func judgeProbe(e, why *evidence, ops []record.Operation, p record.Operation, crashed time.Time) bool {
-	if not := NotTheSinksAnswer(p); not != "" {
+	if not := record.NotTheSinksAnswer(p); not != "" {
 		why.addf("probe #%d %s", p.ID, not)
 		return false
 	}
-	floor, by := AckedFloor(ops, p.Invoked)
+	floor, by := record.AckedFloor(ops, p.Invoked)
 	switch {
 	case floor == 0:
 		why.addf("probe #%d: no floor was acknowledged before it", p.ID)
@@ -204,7 +156,7 @@ func raisedFirst(ops []record.Operation, p record.Operation, crashed time.Time) 
 func crashedBefore(s *history.Scenario, t time.Time) time.Time {
 	var at time.Time
 	for _, w := range s.Chaos {
-		if w.Kind == history.ChaosSinkCrash && w.Injected.Before(t) && w.Injected.After(at) {
+		if w.Kind == string(fault.SinkCrash) && w.Injected.Before(t) && w.Injected.After(at) {
 			at = w.Injected
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/witness/record"
@@ -70,7 +71,7 @@ func (c *crashRun) scenario(final map[string]struct {
 }) *history.Scenario {
 	s := &history.Scenario{Name: "sink-crash", Witness: &record.History{Instance: "w", Started: c.t0, Read: c.t0.Add(c.next + time.Second), Operations: c.ops}}
 	if !c.crash.IsZero() {
-		s.Chaos = []history.ChaosWindow{{Kind: history.ChaosSinkCrash, Pod: "sink", Injected: c.crash, Recovered: c.crash.Add(5 * time.Millisecond)}}
+		s.Chaos = []history.ChaosWindow{{Kind: string(fault.SinkCrash), Pod: "sink", Injected: c.crash, Recovered: c.crash.Add(5 * time.Millisecond)}}
 	}
 	for k, r := range final {
 		s.FinalRecords = append(s.FinalRecords, contract.Record{Key: k, Value: r.v, Epoch: r.e})
@@ -129,8 +130,8 @@ func judge(t *testing.T, name string, s *history.Scenario) Verdict {
 func wantVerdict(t *testing.T, v Verdict, pass, inconclusive bool, contains string) {
 	t.Helper()
 	joined := strings.Join(v.Evidence, "\n")
-	if v.Pass != pass || v.Inconclusive != inconclusive || !strings.Contains(joined, contains) {
-		t.Errorf("%s: pass=%v inconclusive=%v, want pass=%v inconclusive=%v with %q:\n%s", v.Check, v.Pass, v.Inconclusive, pass, inconclusive, contains, joined)
+	if (v.Status == StatusPass) != pass || (v.Status == StatusInconclusive) != inconclusive || !strings.Contains(joined, contains) {
+		t.Errorf("%s: pass=%v inconclusive=%v, want pass=%v inconclusive=%v with %q:\n%s", v.Check, v.Status == StatusPass, v.Status == StatusInconclusive, pass, inconclusive, contains, joined)
 	}
 }
 
@@ -233,8 +234,8 @@ func TestSinkRestartMakesSinkHistoryChecksInconclusive(t *testing.T) {
 			continue
 		}
 		v := c.Judge(s)
-		if v.Pass || !strings.Contains(strings.Join(v.Evidence, " "), "the sink restarted during the run") {
-			t.Errorf("%s after a sink restart: pass=%v %v", c.Name, v.Pass, v.Evidence)
+		if v.Status == StatusPass || !strings.Contains(strings.Join(v.Evidence, " "), "the sink restarted during the run") {
+			t.Errorf("%s after a sink restart: pass=%v %v", c.Name, v.Status == StatusPass, v.Evidence)
 		}
 	}
 }
@@ -248,7 +249,7 @@ func TestOldLeaderStepsDownIgnoresTheProbe(t *testing.T) {
 			{Observed: t0.Add(time.Second), Holder: "p2_bbbbbbbb", Term: 2, TermOK: true, TermRaw: "2"}}},
 		Witness: &record.History{Operations: []record.Operation{{ID: 1, Method: "PUT", Key: "fencecheck-probe", EpochHeader: "1", Epoch: 1,
 			Harness: record.HarnessProbe, Invoked: t0.Add(10 * time.Second), Completed: t0.Add(10 * time.Second), Type: record.Fail, Status: 409}}}}
-	if v := judge(t, OldLeaderStepsDown, s); !v.Pass {
+	if v := judge(t, OldLeaderStepsDown, s); v.Status != StatusPass {
 		t.Errorf("the harness's probe counted as the old leader's write: %v", v.Evidence)
 	}
 }

@@ -9,17 +9,48 @@ import (
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
-// PodOf maps a holder identity to its pod: from the pods' own events when
-// they logged it, else the naming convention (leader.PodOf).
+// PodOf maps a holder identity to its pod, or "" when it names none of
+// the scenario's pods (HolderPod says why).
 func PodOf(s *history.Scenario, identity string) string {
-	for pod, evs := range s.Events {
+	pod, _ := HolderPod(s, identity)
+	return pod
+}
+
+// HolderPod maps a holder identity to its pod by the contract's rule
+// (docs/controller-contract.md, MUST 1; leader.HolderPod): the pod of the
+// run whose name, or one of whose addresses, the identity is or starts
+// with followed by '_', whatever the suffix. The run's pods are those the
+// harness recorded addresses for and those with an event log. A holder
+// that matches none is an error naming it, then the pod that logged that
+// identity in its events, if one did.
+func HolderPod(s *history.Scenario, identity string) (string, error) {
+	known := map[string]string{}
+	shared := map[string]bool{} // an address two pods held names neither
+	for _, p := range s.PodIPs {
+		known[p.Pod] = p.Pod
+		if q, ok := known[p.IP]; ok && q != p.Pod {
+			shared[p.IP] = true
+		}
+		known[p.IP] = p.Pod
+	}
+	for ip := range shared {
+		delete(known, ip)
+	}
+	for pod := range s.Events {
+		known[pod] = pod
+	}
+	pod, err := leader.HolderPod(identity, known)
+	if err == nil {
+		return pod, nil
+	}
+	for p, evs := range s.Events {
 		for _, ev := range evs {
 			if ev.Identity == identity {
-				return pod
+				return p, nil
 			}
 		}
 	}
-	return leader.PodOf(identity)
+	return "", err
 }
 
 // checkStepsDown judges, from the Lease watch and the witness (not from

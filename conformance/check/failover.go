@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
-	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -87,16 +87,13 @@ func (t TakeoverTime) StartedBy() string {
 	return "the last renew"
 }
 
-// takeoverCausing is every chaos kind that must end in a takeover when it
-// hits the leader (a Lease deletion may be re-created by its holder; the
-// witness's held writes and lost answers are faults of the sink's path:
-// a held-writes step's takeover is its partition's).
-func takeoverCausing(kind string) bool {
-	switch kind {
-	case history.ChaosLeaseDelete, history.ChaosHeldWrites, history.ChaosLostAnswers:
-		return false
+// faultOf is the registered fault of a window's kind; a kind this build
+// does not know acts on its pod and must end in a takeover.
+func faultOf(w history.ChaosWindow) fault.Fault {
+	if f, ok := fault.Of(fault.Kind(w.Kind)); ok {
+		return f
 	}
-	return true
+	return fault.Fault{Kind: fault.Kind(w.Kind), Hits: fault.HitsPod, Takeover: true}
 }
 
 // collectPhase is the driver's last phase (scenario.PhaseCollect; the
@@ -114,10 +111,17 @@ func collectStart(s *history.Scenario) time.Time {
 	return time.Time{}
 }
 
-// hits reports whether a fault acts on pod: its own pod, or every pod for
-// a rolling restart (which replaces them one by one).
+// hits reports whether a fault acts on pod: its own pod, every pod for
+// one that hits them all (a rolling restart replaces them one by one),
+// none for a fault of the sink.
 func hits(w history.ChaosWindow, pod string) bool {
-	return w.Pod == pod || w.Kind == history.ChaosRollingRestart
+	switch faultOf(w).Hits {
+	case fault.HitsEveryPod:
+		return true
+	case fault.HitsSink:
+		return false
+	}
+	return pod != "" && w.Pod == pod
 }
 
 // holderAtTime is the Lease holder as last observed at or before t.
@@ -157,12 +161,12 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 		// The cause is the last fault before it on the old holder's pod.
 		wi := -1
 		for j, w := range windows {
-			if !w.Injected.After(t.Observed) && hits(w, leader.PodOf(t.From)) {
+			if !w.Injected.After(t.Observed) && hits(w, PodOf(s, t.From)) {
 				wi = j
 			}
 		}
 		if wi < 0 {
-			notes = append(notes, fmt.Sprintf("takeover %s -> %s at %s followed no fault on %s: not timed", t.From, t.To, ts(t.Observed), leader.PodOf(t.From)))
+			notes = append(notes, fmt.Sprintf("takeover %s -> %s at %s followed no fault on %s: not timed", t.From, t.To, ts(t.Observed), PodOf(s, t.From)))
 			continue
 		}
 		w := windows[wi]
@@ -192,7 +196,7 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 			}
 		}
 		if s.Witness != nil {
-			put, fence := firstCommitOf(s, t.ToTerm, leader.PodOf(t.To), tt.Start)
+			put, fence := firstCommitOf(s, t.ToTerm, PodOf(s, t.To), tt.Start)
 			if put != nil {
 				tt.FirstCommit = put.Completed
 				tt.RoundTrips = put.Completed.Sub(put.Invoked)
@@ -218,13 +222,13 @@ func TakeoverTimes(s *history.Scenario) (out []TakeoverTime, problems, notes []s
 	for j, w := range windows {
 		h, ok := holderAtTime(s, w.Injected)
 		switch {
-		case w.Kind == history.ChaosSinkCrash:
+		case faultOf(w).Hits == fault.HitsSink:
 			notes = append(notes, fmt.Sprintf("%s of %s at %s: a fault of the sink, not of a leader: not a failover", w.Kind, w.Pod, ts(w.Injected)))
 		case !ok || h.Holder == "":
 			notes = append(notes, fmt.Sprintf("%s of %s at %s: no leader was known then", w.Kind, w.Pod, ts(w.Injected)))
-		case leader.PodOf(h.Holder) != w.Pod:
+		case PodOf(s, h.Holder) != w.Pod:
 			notes = append(notes, fmt.Sprintf("%s of %s at %s hit a follower (leader was %s): not a failover", w.Kind, w.Pod, ts(w.Injected), h.Holder))
-		case caused[j] == 0 && takeoverCausing(w.Kind):
+		case caused[j] == 0 && faultOf(w).Takeover:
 			problems = append(problems, fmt.Sprintf("%s of leader %s at %s: no takeover followed", w.Kind, w.Pod, ts(w.Injected)))
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/conformance/synth"
-	"github.com/fencecheck/fencecheck/leader"
 )
 
 // A failover is timed to the new leader's own first commit: not to a
@@ -29,9 +28,9 @@ func TestFailoverTimedToTheNewLeadersOwnCommit(t *testing.T) {
 				if tt.Took <= 0 || tt.FirstCommit.Before(tt.Start) {
 					t.Errorf("%s -> %s timed %v: a first commit before the fault", tt.From, tt.To, tt.Took)
 				}
-				put, _ := firstCommitOf(s, tt.ToTerm, leader.PodOf(tt.To), tt.Start)
-				if sender, why := SenderOf(s, *put); sender != leader.PodOf(tt.To) {
-					t.Errorf("first commit #%d sent by %q (%s), want the new leader %s", put.ID, sender, why, leader.PodOf(tt.To))
+				put, _ := firstCommitOf(s, tt.ToTerm, PodOf(s, tt.To), tt.Start)
+				if sender, why := SenderOf(s, *put); sender != PodOf(s, tt.To) {
+					t.Errorf("first commit #%d sent by %q (%s), want the new leader %s", put.ID, sender, why, PodOf(s, tt.To))
 				}
 			}
 			if judged == 0 {

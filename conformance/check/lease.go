@@ -7,7 +7,8 @@ import (
 	"github.com/fencecheck/fencecheck/leader"
 )
 
-// Takeover is a holder change seen in the Lease watch.
+// Takeover is a holder change seen in the Lease watch, or a Lease
+// re-created by its own holder under a new term (From == To).
 type Takeover struct {
 	From, To         string // holder identities ("" = released/none)
 	FromTerm, ToTerm uint64
@@ -16,16 +17,27 @@ type Takeover struct {
 }
 
 // Takeovers lists every change to a new non-empty holder, in watch order.
-// The first holder ever observed counts as a takeover from "".
+// The first holder ever observed counts as a takeover from "". A Lease
+// deleted and re-created by the same holder under another term counts
+// too: the old term is over for its writers as much as after a holder
+// change (docs/controller-contract.md, MUST 2), so old-leader-steps-down
+// judges its writes of the old term the same way.
 func Takeovers(s *history.Scenario) []Takeover {
 	var out []Takeover
 	var prev *history.LeaseRecord
+	recreated := false // a DELETED since prev
 	for i := range s.Lease.Records {
 		r := &s.Lease.Records[i]
 		if r.Event == "DELETED" {
+			recreated = prev != nil
 			continue
 		}
-		if r.Holder != "" && (prev == nil || r.Holder != prev.Holder) {
+		// A new incarnation: after a DELETED, or a new UID (a relist after a
+		// gap that hid the deletion).
+		recreated = recreated || (prev != nil && prev.UID != "" && r.UID != "" && r.UID != prev.UID)
+		newTerm := recreated && prev.Holder == r.Holder && r.TermOK && prev.TermOK && r.Term != prev.Term
+		recreated = false
+		if r.Holder != "" && (prev == nil || r.Holder != prev.Holder || newTerm) {
 			t := Takeover{To: r.Holder, ToTerm: r.Term, Observed: r.Observed, Index: i}
 			if prev != nil {
 				t.From, t.FromTerm = prev.Holder, prev.Term

@@ -258,7 +258,7 @@ func LinearizabilityFile(scenario string) string { return "linearizable-" + scen
 // false when there is nothing to show (linearizable, or not decided).
 func LinearizabilityHTML(s *history.Scenario) ([]byte, bool, error) {
 	v, html := linearize(s)
-	if v.Pass || v.Inconclusive {
+	if v.Status == StatusPass || v.Status == StatusInconclusive {
 		return nil, false, nil
 	}
 	if html == nil {

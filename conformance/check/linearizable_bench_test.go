@@ -87,7 +87,7 @@ func TestLinearizableLongHistory(t *testing.T) {
 		start := time.Now()
 		v := checkLinearizable(s)
 		t.Logf("1000 witness operations, %d%% answers lost: linearizable judged in %v", p, time.Since(start))
-		if !v.Pass {
+		if v.Status != StatusPass {
 			t.Fatalf("%v", v.Evidence)
 		}
 	}
@@ -109,7 +109,7 @@ func TestLinearizableLongHistoryViolation(t *testing.T) {
 		start := time.Now()
 		v := checkLinearizable(s)
 		t.Logf("1000 witness operations, %d%% answers lost, one stale write acknowledged: judged in %v", p, time.Since(start))
-		if v.Pass || v.Inconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), fmt.Sprintf("#%d put", o.ID)) {
+		if v.Status == StatusPass || v.Status == StatusInconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), fmt.Sprintf("#%d put", o.ID)) {
 			t.Fatalf("want a violation naming #%d: %v", o.ID, v.Evidence)
 		}
 	}
@@ -118,7 +118,7 @@ func TestLinearizableLongHistoryViolation(t *testing.T) {
 func BenchmarkLinearizable1000(b *testing.B) {
 	s := longHistory(1000)
 	for b.Loop() {
-		if v := checkLinearizable(s); !v.Pass {
+		if v := checkLinearizable(s); v.Status != StatusPass {
 			b.Fatal(v.Evidence)
 		}
 	}

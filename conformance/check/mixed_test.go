@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 	"github.com/fencecheck/fencecheck/contract"
-	"github.com/fencecheck/fencecheck/leader"
 )
 
 // In a mixed run the witness's faults on the leader (held writes, lost
@@ -23,11 +23,11 @@ func TestMixedWindowsNeedNoTakeover(t *testing.T) {
 	before := cut.Injected.Add(-10 * time.Millisecond)
 	after := cut.Recovered.Add(time.Second)
 	s.Chaos = append(s.Chaos,
-		history.ChaosWindow{Kind: history.ChaosHeldWrites, Pod: cut.Pod, Injected: before, Recovered: cut.Recovered},
-		history.ChaosWindow{Kind: history.ChaosLostAnswers, Pod: "pod-b", Injected: after, Recovered: after.Add(time.Second)},
-		history.ChaosWindow{Kind: history.ChaosSinkCrash, Pod: "sink-0", Injected: after, Recovered: after.Add(time.Second)})
+		history.ChaosWindow{Kind: string(fault.HeldWrites), Pod: cut.Pod, Injected: before, Recovered: cut.Recovered},
+		history.ChaosWindow{Kind: string(fault.LostAnswers), Pod: "pod-b", Injected: after, Recovered: after.Add(time.Second)},
+		history.ChaosWindow{Kind: string(fault.SinkCrash), Pod: "sink-0", Injected: after, Recovered: after.Add(time.Second)})
 	tos, problems, notes := TakeoverTimes(s)
-	if len(problems) != 0 || len(tos) != 1 || tos[0].Cause != history.ChaosPartition {
+	if len(problems) != 0 || len(tos) != 1 || tos[0].Cause != string(fault.Partition) {
 		t.Fatalf("takeovers %+v problems %v", tos, problems)
 	}
 	all := strings.Join(notes, "\n")
@@ -38,7 +38,7 @@ func TestMixedWindowsNeedNoTakeover(t *testing.T) {
 	// A pause of the leader with no takeover after it is a violation.
 	p := synth.Scenario("pause-no-takeover", synth.Defect{})
 	held := lastHeld(p) // the last record with a holder: none after it takes over
-	p.Chaos = append(p.Chaos, history.ChaosWindow{Kind: history.ChaosPause, Pod: leader.PodOf(held.Holder), Injected: held.Observed, Recovered: held.Observed.Add(time.Second)})
+	p.Chaos = append(p.Chaos, history.ChaosWindow{Kind: string(fault.Pause), Pod: PodOf(p, held.Holder), Injected: held.Observed, Recovered: held.Observed.Add(time.Second)})
 	if _, problems, _ := TakeoverTimes(p); len(problems) == 0 {
 		t.Fatalf("a pause of the leader with no takeover after it passed")
 	}

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/history"
@@ -81,7 +80,7 @@ func checkHeldWrites(s *history.Scenario) Verdict {
 		switch {
 		case o.Status == 0:
 			e.unknownf("op #%d (put %s epoch %d) held past fence #%d (epoch %d) got no answer from the sink: %s", o.ID, o.Key, o.Epoch, fence.ID, fence.Epoch, o.Error)
-		case o.Status != http.StatusConflict || o.Result != contract.ResultRejectStale:
+		case o.Status != contract.StatusConflict || o.Result != contract.ResultRejectStale:
 			e.failf("op #%d (put %s epoch %d) held past fence #%d (epoch %d, answered OK at %s) was answered %d %s: a write below the floor %s",
 				o.ID, o.Key, o.Epoch, fence.ID, fence.Epoch, ts(fence.Nemesis.Answered), o.Status, o.Result, verb(o))
 		default:
@@ -116,7 +115,7 @@ func checkLostAnswers(s *history.Scenario) Verdict {
 	}
 	byIdem := map[string][]record.Operation{}
 	for _, o := range ops {
-		if o.Method == http.MethodPut && o.IdempotencyKey != "" {
+		if o.Method == contract.MethodPut && o.IdempotencyKey != "" {
 			byIdem[o.IdempotencyKey] = append(byIdem[o.IdempotencyKey], o)
 		}
 	}

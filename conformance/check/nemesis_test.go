@@ -54,33 +54,33 @@ func heldRun(status int, result string) *history.Scenario {
 }
 
 func TestHeldWritesRejected(t *testing.T) {
-	if v := checkHeldWrites(heldRun(409, contract.ResultRejectStale)); !v.Pass {
+	if v := checkHeldWrites(heldRun(409, contract.ResultRejectStale)); v.Status != StatusPass {
 		t.Errorf("correct run: %+v", v)
 	}
 	v := checkHeldWrites(heldRun(200, contract.ResultOK))
-	if v.Pass || v.Inconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), "committed") {
+	if v.Status == StatusPass || v.Status == StatusInconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), "committed") {
 		t.Errorf("a held write committed past the fence: %+v", v)
 	}
 	// Sent before the fence was answered: not held past it.
 	s := heldRun(409, contract.ResultRejectStale)
 	s.Witness.Operations[2].Nemesis.Sent = at(205)
-	if v := checkHeldWrites(s); v.Pass || v.Inconclusive {
+	if v := checkHeldWrites(s); v.Status == StatusPass || v.Status == StatusInconclusive {
 		t.Errorf("a write sent before the fence's answer: %+v", v)
 	}
 	// No hold took effect: INCONCLUSIVE, never a pass or a catch.
 	s = heldRun(409, contract.ResultRejectStale)
 	s.Witness.Operations[2].Nemesis = &record.Fault{Held: true, HoldEpoch: 1, Expired: true, Sent: at(211)}
 	s.Witness.Operations[3].Nemesis = nil
-	if v := checkHeldWrites(s); v.Pass || !v.Inconclusive {
+	if v := checkHeldWrites(s); v.Status == StatusPass || v.Status != StatusInconclusive {
 		t.Errorf("an expired hold: %+v", v)
 	}
-	if v := checkHeldWrites(&history.Scenario{}); v.Pass || !v.Inconclusive {
+	if v := checkHeldWrites(&history.Scenario{}); v.Status == StatusPass || v.Status != StatusInconclusive {
 		t.Errorf("no witness: %+v", v)
 	}
 	// Released before the fence (the race mode) counts as the fault.
 	s = heldRun(200, contract.ResultOK)
 	s.Witness.Operations[2].Nemesis.ReleasedBeforeFence = true
-	if v := checkHeldWrites(s); !v.Pass {
+	if v := checkHeldWrites(s); v.Status != StatusPass {
 		t.Errorf("a write released before the fence: %+v", v)
 	}
 }
@@ -90,15 +90,15 @@ func TestHeldWritesRejected(t *testing.T) {
 // the client's own interval (sent before the fence, answered before the
 // fence's answer came back) would allow it.
 func TestLinearizableUsesTheUpstreamTimesOfHeldWrites(t *testing.T) {
-	if v := checkLinearizable(heldRun(409, contract.ResultRejectStale)); !v.Pass {
+	if v := checkLinearizable(heldRun(409, contract.ResultRejectStale)); v.Status != StatusPass {
 		t.Fatalf("correct held run: %+v", v)
 	}
-	if v := checkLinearizable(heldRun(200, contract.ResultOK)); v.Pass || v.Inconclusive {
+	if v := checkLinearizable(heldRun(200, contract.ResultOK)); v.Status == StatusPass || v.Status == StatusInconclusive {
 		t.Fatalf("a held write committed past the fence: %+v", v)
 	}
 	s := heldRun(200, contract.ResultOK)
 	s.Witness.Operations[2].Nemesis, s.Witness.Operations[3].Nemesis = nil, nil
-	if v := checkLinearizable(s); !v.Pass {
+	if v := checkLinearizable(s); v.Status != StatusPass {
 		t.Fatalf("without the upstream times the same answers are concurrent, so linearizable: %+v", v)
 	}
 }
@@ -113,21 +113,21 @@ func lostRun(retryStatus int, retryResult string) *history.Scenario {
 }
 
 func TestLostAnswersDeduplicated(t *testing.T) {
-	if v := checkLostAnswers(lostRun(200, contract.ResultOKDup)); !v.Pass {
+	if v := checkLostAnswers(lostRun(200, contract.ResultOKDup)); v.Status != StatusPass {
 		t.Errorf("correct run: %+v", v)
 	}
 	v := checkLostAnswers(lostRun(200, contract.ResultOK))
-	if v.Pass || v.Inconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), "committed twice") {
+	if v.Status == StatusPass || v.Status == StatusInconclusive || !strings.Contains(strings.Join(v.Evidence, "\n"), "committed twice") {
 		t.Errorf("a retry committed again: %+v", v)
 	}
 	s := lostRun(200, contract.ResultOKDup)
 	s.Witness.Operations = s.Witness.Operations[:2]
-	if v := checkLostAnswers(s); v.Pass || !v.Inconclusive {
+	if v := checkLostAnswers(s); v.Status == StatusPass || v.Status != StatusInconclusive {
 		t.Errorf("no retry: %+v", v)
 	}
 	s = lostRun(200, contract.ResultOKDup)
 	s.Witness.Operations[1].Nemesis = nil
-	if v := checkLostAnswers(s); v.Pass || !v.Inconclusive {
+	if v := checkLostAnswers(s); v.Status == StatusPass || v.Status != StatusInconclusive {
 		t.Errorf("no lost answer: %+v", v)
 	}
 }

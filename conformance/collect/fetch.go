@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fencecheck/fencecheck/contract"
-	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
 // SinkHistory fetches GET /v1/history through the service proxy with the
@@ -110,14 +109,14 @@ func recordsOneByOne(ctx context.Context, client kubernetes.Interface, namespace
 }
 
 // serviceRequest is a GET of path on an http Service through the
-// apiserver's service proxy, carrying the sink token in sink.HeaderToken:
+// apiserver's service proxy, carrying the sink token in contract.HeaderToken:
 // the proxy keeps the caller's Authorization header for itself and never
 // forwards it.
 func serviceRequest(client kubernetes.Interface, namespace, service, port, path, token string) *rest.Request {
 	req := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services").
 		Name(net.JoinSchemeNamePort("http", service, port)).SubResource("proxy").Suffix(path)
 	if token != "" {
-		req = req.SetHeader(refsink.HeaderToken, token)
+		req = req.SetHeader(contract.HeaderToken, token)
 	}
 	return req
 }

@@ -3,13 +3,12 @@ package collect
 import (
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/contract"
 	"io"
 	"net/http"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 )
 
 // ServiceGet GETs path of a Service through the apiserver's service proxy,
@@ -26,7 +25,7 @@ func ServiceGet(ctx context.Context, client kubernetes.Interface, namespace, ser
 		return nil, nil, err
 	}
 	if token != "" {
-		req.Header.Set(refsink.HeaderToken, token)
+		req.Header.Set(contract.HeaderToken, token)
 	}
 	resp, err := rc.Client.Do(req)
 	if err != nil {

@@ -2,31 +2,20 @@ package driver
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
+	"github.com/fencecheck/fencecheck/internal/wait"
 )
 
-// PodAddresses is a Deployment that records which address each reconciler
-// pod reached the witness from, over time (the cluster from the API, the
-// local target from its own dialers), so the checks can name a request's
-// sender without trusting anything the sender says.
-type PodAddresses interface {
-	PodIPs() ([]history.PodIP, error)
-}
-
-// recordPodIPs keeps the deployment's address record in the history; with
-// none, every check that attributes requests is INCONCLUSIVE and says why.
+// recordPodIPs keeps the deployment's address record in the history;
+// what it could not record makes every check that attributes requests
+// INCONCLUSIVE, and says why.
 func (s *Session) recordPodIPs() error {
-	r, ok := s.dep.(PodAddresses)
-	if !ok {
-		s.Hist.MissingEvidence(history.EvidencePodIPs, fmt.Sprintf("the deployment (%T) records no pod addresses", s.dep))
-		return nil
-	}
-	ips, err := r.PodIPs()
+	ips, err := s.dep.PodIPs()
 	s.Hist.PodIPs = ips
 	if err != nil {
 		s.Hist.MissingEvidence(history.EvidencePodIPs, err.Error())
@@ -56,5 +45,5 @@ func (s *Session) stepDownWindow(ctx context.Context) error {
 	if left <= 0 {
 		return nil
 	}
-	return s.phase(ctx, scenario.PhaseStepDown, func() error { return Hold(ctx, left) })
+	return s.phase(ctx, scenario.PhaseStepDown, fault.GateNone, func() error { return wait.Hold(ctx, left) })
 }

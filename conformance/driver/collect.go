@@ -18,13 +18,8 @@ import (
 
 // Finish stops the writers and the recorders and fills the history. It
 // always returns the history it has; problems are recorded in it (as
-// evidence the report shows) and returned. A second call returns the
-// same history.
+// evidence the report shows) and returned.
 func (s *Session) Finish(ctx context.Context) (*history.Scenario, error) {
-	if s.finished {
-		return s.Hist, nil
-	}
-	s.finished = true
 	defer func() {
 		if s.lease != nil {
 			s.Hist.Lease = s.lease.Stop()

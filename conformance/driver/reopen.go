@@ -15,7 +15,7 @@ import (
 // beside it could stretch much: the step-down is judged against
 // drain_timeout (15 s by default; joins take under 2 s). A step with no
 // takeover (held writes, lost answers) keeps the gate to its end; a
-// follower's cut opens it at once (Session.partition). The sink is read
+// follower's cut opens it at once (Session.ReopenGate). The sink is read
 // only once the acquisition is seen, so the wait adds no load before it.
 // stop ends the wait and returns once it has.
 func (s *Session) reopenAfterFailover(ctx context.Context, phase string, reopen func()) (stop func()) {
@@ -33,7 +33,7 @@ func (s *Session) reopenAfterFailover(ctx context.Context, phase string, reopen 
 		}) != nil {
 			return // the step ended first: the gate reopens with it
 		}
-		err := s.poll(ctx, "a commit in the new term", func(ctx context.Context) (bool, error) {
+		err := s.Poll(ctx, "a commit in the new term", func(ctx context.Context) (bool, error) {
 			as, err := s.dep.Sink().History(ctx)
 			if err != nil && !isDropped(err) {
 				return false, err
@@ -44,19 +44,10 @@ func (s *Session) reopenAfterFailover(ctx context.Context, phase string, reopen 
 			return
 		}
 		reopen()
-		s.dr.log("%s: phase %s: quiet gate reopened %v in, after the first commit of %s's acquisition (term %d)",
-			s.def.Name, phase, time.Since(start).Round(time.Millisecond), next.Holder, next.Term)
+		s.Logf("phase %s: quiet gate reopened %v in, after the first commit of %s's acquisition (term %d)",
+			phase, time.Since(start).Round(time.Millisecond), next.Holder, next.Term)
 	}()
 	return func() { cancel(); <-done }
-}
-
-// reopenGate lets heavy phases in for the rest of the fault step under
-// way, if any; why goes to the log.
-func (s *Session) reopenGate(why string) {
-	if s.reopen != nil {
-		s.reopen()
-		s.dr.log("%s: quiet gate reopened: %s", s.def.Name, why)
-	}
 }
 
 // newAcquisition is the first record after the first seen ones that

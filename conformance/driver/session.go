@@ -3,13 +3,17 @@ package driver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/collect"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/eventlog"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"github.com/fencecheck/fencecheck/leader"
 )
 
@@ -45,9 +49,11 @@ type Session struct {
 	NS    string
 	Hist  *history.Scenario
 	dep   Deployment
+	plan  scenario.Plan
 	lease *collect.LeaseWatcher
-	// finished: Finish ran (the suite's teardown may call it again).
-	finished bool
+	// podsSeen is every reconciler pod listed so far (PodOf).
+	podsMu   sync.Mutex
+	podsSeen map[string]string
 	// reopen lets heavy phases in before the fault step under way ends
 	// (nil outside one, or with no gate).
 	reopen func()
@@ -78,7 +84,7 @@ func (dr *Driver) Namespace(d scenario.Def) string {
 func (dr *Driver) Run(ctx context.Context, d scenario.Def) (*history.Scenario, error) {
 	s, err := dr.Start(ctx, d)
 	if err == nil {
-		err = s.Chaos(ctx)
+		err = s.Faults(ctx)
 	}
 	h, ferr := s.Finish(context.WithoutCancel(ctx))
 	if cerr := s.Close(context.WithoutCancel(ctx)); cerr != nil {
@@ -96,8 +102,20 @@ func (dr *Driver) Run(ctx context.Context, d scenario.Def) (*history.Scenario, e
 func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 	s := &Session{dr: dr, def: d, NS: dr.Namespace(d)}
 	s.Hist = &history.Scenario{Name: d.Name, Description: d.Description, Namespace: s.NS, Config: dr.Timing.Config(d),
-		Expect: d.Expect, Events: map[string][]eventlog.Event{}}
+		Expect: maps.Clone(d.Expect), Events: map[string][]eventlog.Event{}}
+	// The plan first: the history records the schedule (the report shows
+	// what to replay) and the expectations its draw changed, and why,
+	// whatever happens next.
 	var err error
+	if s.plan, err = d.Plan(dr.Seed, dr.Timing, dr.Takeovers); err != nil {
+		return s, err
+	}
+	if s.plan.Schedule != nil {
+		if s.Hist.Schedule, err = s.plan.Schedule.Marshal(); err != nil {
+			return s, err
+		}
+	}
+	scenario.Expect(s.Hist, d, s.plan)
 	if s.dep, err = dr.Target.Open(ctx, s.NS); err != nil {
 		return s, fmt.Errorf("%s target: %w", dr.Target.Name(), err)
 	}
@@ -106,30 +124,56 @@ func (dr *Driver) Start(ctx context.Context, d scenario.Def) (*Session, error) {
 		return s, err
 	}
 	spec := Spec{Replicas: Replicas, ReconcilerArgs: dr.Timing.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
-		WitnessArgs: d.Nemesis.Args()}
-	err = s.phase(ctx, scenario.PhaseDeploy, func() error { return s.dep.Deploy(ctx, spec) })
-	if u, ok := s.dep.(UnderTestNamer); ok {
-		s.Hist.UnderTest = u.UnderTest(ctx)
-	}
+		WitnessArgs: d.WitnessArgs()}
+	err = s.phase(ctx, scenario.PhaseDeploy, fault.GateHeavy, func() error { return s.dep.Deploy(ctx, spec) })
+	s.Hist.UnderTest = s.dep.UnderTest(ctx)
 	if err != nil {
 		return s, err
 	}
-	return s, s.phase(ctx, scenario.PhaseSteady, func() error {
-		holder, err := s.waitHolder(ctx, "")
+	return s, s.phase(ctx, scenario.PhaseSteady, fault.GateNone, func() error {
+		holder, err := s.WaitHolder(ctx, "")
 		if err != nil {
 			return err
 		}
 		dr.log("%s: leader %s", d.Name, holder)
-		return s.waitCommits(ctx, time.Time{}, scenario.SettleCommits)
+		return s.WaitCommits(ctx, time.Time{}, fault.SettleCommits)
 	})
 }
 
+// Faults runs the scenario's plan, one fault or a seeded schedule, each
+// step after its gap, through its fault's Inject. It returns once the
+// last step's takeover has settled.
+func (s *Session) Faults(ctx context.Context) error {
+	p := s.plan
+	faults := make([]fault.Fault, len(p.Steps))
+	for i, st := range p.Steps {
+		f, ok := fault.Of(st.KindOf())
+		if !ok {
+			return fmt.Errorf("step %d: no fault %q (conformance/fault)", st.Index, st.KindOf())
+		}
+		faults[i] = f
+	}
+	for i, st := range p.Steps {
+		if st.Gap > 0 {
+			// The schedule's quiet time between bursts: chaos timing, not
+			// synchronisation (a phase of its own for the waits model).
+			if err := s.phase(ctx, fmt.Sprintf("%s%d", scenario.PhaseGap, st.Index), fault.GateNone, func() error { return wait.Hold(ctx, st.Gap) }); err != nil {
+				return err
+			}
+		}
+		if err := s.phase(ctx, st.Phase, faults[i].Gate, func() error { return faults[i].Inject(ctx, s, st.Step) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // phase times fn as a named phase of the scenario, behind the run's
-// Quiet gate: a deploy is heavy, a fault step waits for quiet and holds
-// it until its failover is over, a wait (steady, a schedule's gap, the
-// step-down window) is neither. The time spent at the gate is not the
-// phase's own.
-func (s *Session) phase(ctx context.Context, name string, fn func() error) error {
+// Quiet gate as its class says: a deploy is heavy, a fault step waits for
+// quiet and holds it until its failover is over, a wait (steady, a
+// schedule's gap, the step-down window) is neither. The time spent at the
+// gate is not the phase's own.
+func (s *Session) phase(ctx context.Context, name string, gate fault.Gate, fn func() error) error {
 	var start time.Time
 	timed := func() error {
 		start = time.Now()
@@ -138,10 +182,10 @@ func (s *Session) phase(ctx context.Context, name string, fn func() error) error
 	}
 	var waited time.Duration
 	var err error
-	switch {
-	case name == scenario.PhaseDeploy:
+	switch gate {
+	case fault.GateHeavy:
 		waited, err = s.dr.Quiet.Heavy(ctx, timed)
-	case name == scenario.PhaseSteady || name == scenario.PhaseStepDown || strings.HasPrefix(name, scenario.PhaseGap):
+	case fault.GateNone:
 		err = timed()
 	default:
 		waited, err = s.dr.Quiet.Fault(ctx, func(reopen func()) error {

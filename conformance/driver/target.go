@@ -1,23 +1,25 @@
-// Package driver runs a conformance scenario: one choreography (deploy,
-// steady, inject, takeover, collect) for every target. A Target is where
-// the components run (a Kubernetes cluster, or local processes against a
-// local apiserver); the driver only asks it to deploy, to read the sink, to
-// cut a pod off and to stop the writers. The driver decides nothing about
-// fencing: the verdicts come from conformance/check over the history it
-// returns.
+// Package driver runs conformance scenarios: one choreography (deploy,
+// steady, the scenario's fault steps, collect) for every target, and one
+// suite runner (RunSuite) for the e2e suite, the local integration test
+// and the CLI. A Target is where the components run (a Kubernetes
+// cluster, or local processes against a local apiserver); the driver only
+// asks it to deploy, to read the sink, to act for a fault
+// (fault.Actions) and to stop the writers. Every fault step, of one fault
+// or of a schedule, runs through its fault's Inject (conformance/fault).
+// The driver decides nothing about fencing: the verdicts come from
+// conformance/check over the history it returns.
 package driver
 
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
-	"github.com/fencecheck/fencecheck/witness/record"
 )
 
 // Spec is what a scenario deploys.
@@ -38,53 +40,38 @@ type Target interface {
 	// Open prepares one scenario's namespace and starts nothing, so the
 	// recorders can be running before the first pod is.
 	Open(ctx context.Context, namespace string) (Deployment, error)
+	// Lacks says why the target cannot do c ("" when it can): a fault
+	// that needs it is not runnable there (fault.Fault.Needs).
+	Lacks(c fault.Capability) string
 }
 
-// Deployment is one scenario's components as a target runs them. Every
-// method that changes something returns once the change took effect.
+// Deployment is one scenario's components as a target runs them: the
+// actions faults take on them (fault.Actions), and what the driver
+// deploys, reads and stops. Every method that changes something returns
+// once the change took effect.
 type Deployment interface {
+	fault.Actions
 	// Deploy starts the sink, then the reconciler replicas, and returns
 	// when all are ready.
 	Deploy(ctx context.Context, spec Spec) error
-	// Pods are the running reconciler pods, sorted.
-	Pods(ctx context.Context) ([]string, error)
 	// Events are the reconcilers' event logs, recorded from their start.
 	Events() EventLog
 	// Sink reads the sink's history and state.
 	Sink() Sink
-	// Witness reads the history of the witness, the harness's recording
-	// proxy between the reconcilers and the sink.
-	Witness(ctx context.Context) (*record.History, error)
-	// Partition cuts pod off from the apiserver (and from the sink when
-	// alsoSink) for length and returns once the cut is healed.
-	Partition(ctx context.Context, pod string, length time.Duration, alsoSink bool) (history.ChaosWindow, error)
-	// Pause stops every process of pod (the cluster: the cgroup freezer;
-	// locally: SIGSTOP) for length and returns once it runs again.
-	Pause(ctx context.Context, pod string, length time.Duration) (history.ChaosWindow, error)
-	// DeletePod deletes pod (SIGTERM) and returns once it has exited; a
-	// replacement starts, as a ReplicaSet's would.
-	DeletePod(ctx context.Context, pod string) (history.ChaosWindow, error)
-	// RollingRestart replaces every reconciler pod, one at a time, and
-	// returns when the new ones are ready and the old ones gone. The
-	// window names leader, the pod whose replacement is the takeover.
-	RollingRestart(ctx context.Context, leader string) (history.ChaosWindow, error)
-	// CrashSink SIGKILLs the sink process, its data kept (the same volume
-	// or data dir), and returns once the restarted sink answers; the
-	// window's Injected is taken just before the kill.
-	CrashSink(ctx context.Context) (history.ChaosWindow, error)
-	// WitnessAdmin POSTs req as JSON to path on the witness's admin
-	// listener and decodes the answer into resp. A target whose sink
-	// requires a writer token sets it as the Authorization of a
-	// *record.ProbeRequest before sending it.
-	WitnessAdmin(ctx context.Context, path string, req, resp any) error
-	// DeleteLease deletes the reconcilers' Lease (the replicas re-create
-	// it) and returns once the delete was accepted.
-	DeleteLease(ctx context.Context) (history.ChaosWindow, error)
 	// Status is pod's /status document.
 	Status(ctx context.Context, pod string) (json.RawMessage, error)
 	// StopReconcilers stops every reconciler (SIGTERM) and returns once
 	// each has exited, so the sink is read at rest.
 	StopReconcilers(ctx context.Context) error
+	// PodIPs is which address each reconciler pod reached the witness
+	// from, over time (the cluster from the API, the local target from
+	// its own dialers), so the checks can name a request's sender
+	// without trusting anything the sender says. Called once, after
+	// StopReconcilers.
+	PodIPs() ([]history.PodIP, error)
+	// UnderTest names the controller the deployment runs and its pods'
+	// images, for the history (nil: nothing to say beyond the target).
+	UnderTest(ctx context.Context) *history.UnderTest
 	// Close releases what the scenario used (namespace, processes).
 	Close(ctx context.Context) error
 }

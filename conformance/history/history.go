@@ -26,6 +26,17 @@ type Run struct {
 	Format    int         `json:"format"`
 	Meta      Meta        `json:"meta"`
 	Scenarios []*Scenario `json:"scenarios"`
+	// NotRunnable are the scenarios the run selected but its target could
+	// not run (a fault its chaos executor cannot inject), and why: no
+	// verdict, and the reports list them.
+	NotRunnable []NotRunnable `json:"not_runnable,omitempty"`
+}
+
+// NotRunnable is one scenario a run skipped because its target cannot run
+// it.
+type NotRunnable struct {
+	Scenario string `json:"scenario"`
+	Reason   string `json:"reason"`
 }
 
 // Meta describes the run as a whole.
@@ -56,6 +67,11 @@ type Scenario struct {
 	Witness *record.History        `json:"witness,omitempty"`
 	Chaos   []ChaosWindow          `json:"chaos,omitempty"`
 	Expect  map[string]Expectation `json:"expect"` // by check name
+	// ExpectChanges are the expectations the run changed from the
+	// scenario's definition, and why (the faults a schedule drew, a sink
+	// crash that took the sink's own history, a controller with no event
+	// log); Expect is what they led to.
+	ExpectChanges []ExpectChange `json:"expect_changes,omitempty"`
 	// Status is each reconciler pod's /status document at the end.
 	Status map[string]json.RawMessage `json:"status,omitempty"`
 	// Errors are collection problems (a follower that failed, a fetch that
@@ -147,9 +163,18 @@ type Gap struct {
 	Reason string    `json:"reason"`
 }
 
+// ExpectChange is one expectation the run changed, from what the
+// scenario's definition says to what the verdict is set against.
+type ExpectChange struct {
+	Check  string      `json:"check"`
+	From   Expectation `json:"from"`
+	To     Expectation `json:"to"`
+	Reason string      `json:"reason"`
+}
+
 // ChaosWindow is one injected fault: the pod cut off and when it healed.
 type ChaosWindow struct {
-	Kind      string    `json:"kind"` // ChaosPartition, ChaosPodDelete, ChaosRollingRestart
+	Kind      string    `json:"kind"` // the fault's kind (conformance/fault: partition, pod-delete, ...)
 	Pod       string    `json:"pod"`
 	Node      string    `json:"node,omitempty"`
 	Injected  time.Time `json:"injected"`
@@ -173,18 +198,6 @@ func (s *Scenario) MissingEvidence(src, reason string) {
 	s.Missing[src] = append(s.Missing[src], reason)
 }
 
-// Chaos window kinds.
-const (
-	ChaosPartition      = "partition"       // cut off from the apiserver, then healed
-	ChaosPodDelete      = "pod-delete"      // the pod deleted (SIGTERM)
-	ChaosRollingRestart = "rolling-restart" // the Deployment restarted
-	ChaosSinkCrash      = "sink-crash"      // the sink SIGKILLed, restarted on its data
-	ChaosLeaseDelete    = "lease-delete"    // the Lease deleted (its holder or another replica re-creates it)
-	ChaosPause          = "pause"           // the pod's containers frozen, then thawed
-	ChaosHeldWrites     = "held-writes"     // the witness held the pod's writes until a higher fence
-	ChaosLostAnswers    = "lost-answers"    // the witness lost answers of commits (the pod retried)
-)
-
 // Expectation is what a check must produce in a scenario (what it did
 // produce, set against this, is a check.Outcome).
 type Expectation string
@@ -194,6 +207,20 @@ const (
 	MustFail Expectation = "fail" // a negative control: the broken variant must be caught
 	Any      Expectation = "any"  // informative only
 )
+
+// ChangeExpect sets what check must produce to to and records the change
+// and its reason, when it is one.
+func (s *Scenario) ChangeExpect(check string, to Expectation, reason string) {
+	from, ok := s.Expect[check]
+	if ok && from == to {
+		return
+	}
+	if s.Expect == nil {
+		s.Expect = map[string]Expectation{}
+	}
+	s.Expect[check] = to
+	s.ExpectChanges = append(s.ExpectChanges, ExpectChange{Check: check, From: from, To: to, Reason: reason})
+}
 
 // Duration is a time.Duration that reads and writes as "4s" in JSON.
 type Duration time.Duration
@@ -279,6 +306,11 @@ func (r *Run) Validate() error {
 	if len(r.Scenarios) == 0 {
 		return errors.New("history: no scenarios")
 	}
+	for i, n := range r.NotRunnable {
+		if n.Scenario == "" || n.Reason == "" {
+			return fmt.Errorf("history: not-runnable entry %d has no scenario or no reason", i)
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range r.Scenarios {
 		if s == nil || s.Name == "" {
@@ -294,6 +326,11 @@ func (r *Run) Validate() error {
 		for c, o := range s.Expect {
 			if o != MustPass && o != MustFail && o != Any {
 				return fmt.Errorf("history: scenario %q check %q: unknown expectation %q", s.Name, c, o)
+			}
+		}
+		for _, ch := range s.ExpectChanges {
+			if ch.Check == "" || ch.Reason == "" || s.Expect[ch.Check] == "" {
+				return fmt.Errorf("history: scenario %q: expectation change %+v names no check, no reason, or a check it does not expect", s.Name, ch)
 			}
 		}
 	}

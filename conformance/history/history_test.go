@@ -64,3 +64,25 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		t.Errorf("minimal document rejected: %v", err)
 	}
 }
+
+// A recorded expectation change names its check and why; a skipped
+// scenario names itself and why.
+func TestRunTimeRecordsValidated(t *testing.T) {
+	r := sample()
+	r.Format = FormatVersion
+	r.Scenarios[0].ChangeExpect("bridge-drain", Any, "a reason")
+	r.Scenarios[0].ChangeExpect("bridge-drain", Any, "no change, not recorded")
+	r.NotRunnable = []NotRunnable{{Scenario: "pause-leader", Reason: "no pause"}}
+	if err := r.Validate(); err != nil || len(r.Scenarios[0].ExpectChanges) != 1 || r.Scenarios[0].ExpectChanges[0].From != MustFail {
+		t.Fatalf("valid: %v %+v", err, r.Scenarios[0].ExpectChanges)
+	}
+	r.Scenarios[0].ExpectChanges[0].Reason = ""
+	if r.Validate() == nil {
+		t.Error("a change without a reason must be rejected")
+	}
+	r.Scenarios[0].ExpectChanges = nil
+	r.NotRunnable[0].Reason = ""
+	if r.Validate() == nil {
+		t.Error("a not-runnable scenario without a reason must be rejected")
+	}
+}

@@ -57,36 +57,41 @@ func TestLocalScenarios(t *testing.T) {
 	target := local.New(local.Options{Kube: kubernetes.NewForConfigOrDie(api.Config), APIServer: "127.0.0.1:" + strconv.Itoa(api.Port),
 		Kubeconfig: api.Kubeconfig, SinkBin: build(t, dir, "sink"), WitnessBin: build(t, dir, "witness"), ReconcilerBin: build(t, dir, "reconciler"), Dir: dir, Logf: logf})
 	runID := "local-" + time.Now().UTC().Format("20060102-150405")
-	dr := &driver.Driver{Target: target, Config: driver.Config{Timing: scenario.DefaultTiming(), Seed: 1, RunID: runID,
-		Takeovers: 3, WaitTimeout: time.Minute, Logf: logf}}
 	sel := regexp.MustCompile(os.Getenv("FENCECHECK_LOCAL_SCENARIOS"))
-	started := time.Now()
-	var ran []*history.Scenario
+	var defs []scenario.Def
 	for _, d := range scenario.All() {
 		if !sel.MatchString(d.Name) {
 			t.Logf("%s: not selected by FENCECHECK_LOCAL_SCENARIOS=%q", d.Name, sel)
 			continue
 		}
-		t.Run(d.Name, func(t *testing.T) {
-			h, err := dr.Run(context.Background(), d)
-			ran = append(ran, h)
-			if err != nil {
-				t.Errorf("%s: %v", d.Name, err)
-			}
-			driver.Assess(h, t.Errorf, t.Logf)
-		})
+		defs = append(defs, d)
 	}
-	if len(ran) == 0 {
+	if len(defs) == 0 {
 		t.Fatalf("no scenario matches FENCECHECK_LOCAL_SCENARIOS=%q", sel)
 	}
 	reports := os.Getenv("FENCECHECK_LOCAL_REPORTS")
 	if reports == "" {
 		reports = filepath.Join(dir, "reports")
 	}
-	r := &history.Run{Meta: history.Meta{RunID: runID, Seed: dr.Seed, Started: started, Ended: time.Now(),
-		Versions: map[string]string{"go": runtime.Version(), "target": target.Name()}}, Scenarios: ran}
-	if err := report.Write(reports, r, check.Evaluate(r)); err != nil {
+	// One scenario at a time: the local processes share two cores with
+	// the apiserver.
+	run, err := driver.RunSuite(context.Background(), target, defs, driver.Options{
+		Config: driver.Config{Timing: scenario.DefaultTiming(), Seed: 1, RunID: runID, Takeovers: 3, WaitTimeout: time.Minute, Logf: logf},
+		Meta:   history.Meta{RunID: runID, Seed: 1, Versions: map[string]string{"go": runtime.Version(), "target": target.Name()}},
+		Judged: func(h *history.Scenario, rs []check.Result, err error) {
+			t.Run(h.Name, func(t *testing.T) {
+				for _, p := range driver.Problems(h, rs, err) {
+					t.Error(p)
+				}
+			})
+		},
+		Reports: reports,
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("reports in %s\n%s", reports, report.TimingTable(scenario.MeasureWaits(r)))
+	for _, n := range run.NotRunnable {
+		t.Errorf("%s: not runnable on the local target: %s", n.Scenario, n.Reason)
+	}
+	t.Logf("reports in %s\n%s", reports, report.TimingTable(scenario.MeasureWaits(run)))
 }

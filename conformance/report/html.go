@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
@@ -102,6 +103,9 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 				esc(r.Check), esc(string(r.Expected)), cls, r.Outcome(), esc(first), esc(strings.Join(r.Evidence, "\n")))
 		}
 		b.WriteString("</table>\n")
+		for _, ch := range s.ExpectChanges {
+			fmt.Fprintf(&b, "<p class=\"info\">%s</p>\n", esc(changeText(ch)))
+		}
 		for _, r := range results {
 			if r.Scenario == s.Name && linearizabilityViolated(r) {
 				f := esc(check.LinearizabilityFile(s.Name))
@@ -127,6 +131,13 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 			fmt.Fprintf(&b, `<p class="bad">collection problem: %s</p>`, esc(e))
 		}
 		b.WriteString("</section>\n")
+	}
+	if len(run.NotRunnable) > 0 {
+		fmt.Fprintf(&b, "<section><h2>Not runnable on this target (%d scenarios, no verdict)</h2><ul>\n", len(run.NotRunnable))
+		for _, n := range run.NotRunnable {
+			fmt.Fprintf(&b, "<li>%s: %s</li>\n", esc(n.Scenario), esc(n.Reason))
+		}
+		b.WriteString("</ul></section>\n")
 	}
 	b.WriteString("</body></html>\n")
 	return b.Bytes()
@@ -255,10 +266,10 @@ func Timeline(s *history.Scenario) string {
 			x1 = svgLeft + svgPlot
 		}
 		title := fmt.Sprintf("%s of %s %s .. %s", w.Kind, w.Pod, w.Injected.UTC().Format("15:04:05.000"), w.Recovered.UTC().Format("15:04:05.000"))
-		if st.allLanes {
+		if st.AllLanes {
 			g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 3"><title>%s</title></line>`+"\n",
-				x0, top, x0, top+float64(len(pods))*laneH, st.color, html.EscapeString(title))
-			g.text(x0+3, top+float64(len(pods))*laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+				x0, top, x0, top+float64(len(pods))*laneH, st.Color, html.EscapeString(title))
+			g.text(x0+3, top+float64(len(pods))*laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.Color), st.Label)
 			continue
 		}
 		i, ok := laneOf[w.Pod]
@@ -266,15 +277,15 @@ func Timeline(s *history.Scenario) string {
 			continue
 		}
 		y := top + float64(i)*laneH
-		if st.band {
+		if st.Band {
 			g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="6" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
-				x0, y+1, max(x1-x0, 3), st.fill, st.opacity, html.EscapeString(title))
-			g.text(x0+4, y+16, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+				x0, y+1, max(x1-x0, 3), st.Fill, st.Opacity, html.EscapeString(title))
+			g.text(x0+4, y+16, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.Color), st.Label)
 			continue
 		}
 		g.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="%s"><title>%s</title></rect>`+"\n",
-			x0, y+1, max(x1-x0, 3), laneH-2, st.fill, st.opacity, html.EscapeString(title))
-		g.text(x0+4, y+laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.color), st.label)
+			x0, y+1, max(x1-x0, 3), laneH-2, st.Fill, st.Opacity, html.EscapeString(title))
+		g.text(x0+4, y+laneH-3, "start", fmt.Sprintf(`fill="%s" font-size="10" font-weight="bold"`, st.Color), st.Label)
 	}
 	// Who holds the Lease, per the watch.
 	recs := s.Lease.Records
@@ -460,7 +471,7 @@ func legendWraps(terms []uint64, kinds []string) float64 {
 		add(legendItemW(24, fmt.Sprintf("term %d", t)))
 	}
 	for _, k := range kinds {
-		add(legendItemW(24, styleOf(k).legend))
+		add(legendItemW(24, styleOf(k).Legend))
 	}
 	return rows
 }
@@ -484,12 +495,12 @@ func (g *svg) legend(terms []uint64, kinds []string) {
 	for _, k := range kinds {
 		st := styleOf(k)
 		item(24, func(x, y float64) {
-			if st.allLanes {
-				g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`, x+12, y-7, x+12, y+7, st.color)
+			if st.AllLanes {
+				g.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 3"/>`, x+12, y-7, x+12, y+7, st.Color)
 				return
 			}
-			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="%s" opacity="%s"/>`, x, y-6, st.fill, st.opacity)
-		}, st.legend)
+			g.f(`<rect x="%.1f" y="%.1f" width="24" height="12" fill="%s" opacity="%s"/>`, x, y-6, st.Fill, st.Opacity)
+		}, st.Legend)
 	}
 	x, y = 10, y+legendRowH
 	item(10, func(x, y float64) {
@@ -576,32 +587,13 @@ func withinText(t check.TakeoverTime) string {
 	return "-"
 }
 
-// chaosStyle is how the timeline draws one kind of fault.
-type chaosStyle struct {
-	fill, opacity, color string // lane shading, label colour
-	label, legend        string
-	allLanes             bool // not one pod's: a line across every lane
-	band                 bool // the witness's fault on the pod's traffic: a band at the lane's top, so a cut under it shows
-}
-
-var chaosStyles = map[string]chaosStyle{
-	history.ChaosPartition:      {fill: "url(#cut)", opacity: "0.9", color: "#b71c1c", label: "partition", legend: "partition: cut off from the apiserver"},
-	history.ChaosPodDelete:      {fill: "#8d6e63", opacity: "0.35", color: "#4e342e", label: "pod deleted", legend: "pod deleted (SIGTERM)"},
-	history.ChaosRollingRestart: {fill: "#4dd0e1", opacity: "0.35", color: "#006064", label: "rolling restart", legend: "rolling restart (every replica replaced)"},
-	history.ChaosLeaseDelete:    {color: "#ef6c00", label: "Lease deleted", legend: "Lease deleted", allLanes: true},
-	history.ChaosPause:          {fill: "#7e57c2", opacity: "0.3", color: "#4527a0", label: "pause", legend: "pause (frozen)"},
-	history.ChaosSinkCrash:      {fill: "#424242", opacity: "0.35", color: "#000000", label: "sink crash", legend: "sink crash (SIGKILL)"},
-	history.ChaosHeldWrites:     {fill: "#f9a825", opacity: "0.85", color: "#e65100", label: "writes held", legend: "held writes (witness)", band: true},
-	history.ChaosLostAnswers:    {fill: "#26a69a", opacity: "0.85", color: "#004d40", label: "answers lost", legend: "lost answers (witness)", band: true},
-}
-
-// styleOf is a kind's style; a kind without one is still shaded and
-// labelled with its own name.
-func styleOf(kind string) chaosStyle {
-	if st, ok := chaosStyles[kind]; ok {
-		return st
+// styleOf is a kind's timeline style (fault.Fault.Style); a kind this
+// build does not know is still shaded and labelled with its own name.
+func styleOf(kind string) fault.Style {
+	if f, ok := fault.Of(fault.Kind(kind)); ok {
+		return f.Style
 	}
-	return chaosStyle{fill: "#9e9e9e", opacity: "0.35", color: "#424242", label: kind, legend: kind}
+	return fault.Style{Fill: "#9e9e9e", Opacity: "0.35", Color: "#424242", Label: kind, Legend: kind}
 }
 
 // kindsUsed are the scenario's chaos kinds in order of first injection.

@@ -71,6 +71,12 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Check, r.Expected, r.Outcome(), mdEscape(ev))
 		}
 		b.WriteString("\n")
+		if len(s.ExpectChanges) > 0 {
+			for _, ch := range s.ExpectChanges {
+				fmt.Fprintf(&b, "- %s\n", changeText(ch))
+			}
+			b.WriteString("\n")
+		}
 		for _, r := range results {
 			if r.Scenario == s.Name && linearizabilityViolated(r) {
 				f := check.LinearizabilityFile(s.Name)
@@ -98,6 +104,7 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 			}
 		}
 	}
+	b.WriteString(notRunnable(run.NotRunnable))
 	return b.Bytes()
 }
 
@@ -123,4 +130,33 @@ func SuiteFlags(args []string) []string {
 		}
 	}
 	return out
+}
+
+// notRunnable is the summary's section on the scenarios the run could not
+// run ("" when none).
+func notRunnable(ns []history.NotRunnable) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Not runnable on this target (%d scenarios, no verdict)\n\n", len(ns))
+	for _, n := range ns {
+		fmt.Fprintf(&b, "- %s: %s\n", n.Scenario, n.Reason)
+	}
+	return b.String()
+}
+
+// NothingRan is the summary of a run that judged no scenario: why, and
+// the scenarios its target could not run.
+func NothingRan(runID, why string, ns []history.NotRunnable) []byte {
+	return []byte(fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN\n\n%s.\n", runID, why) + notRunnable(ns))
+}
+
+// changeText says what an expectation change did and why.
+func changeText(ch history.ExpectChange) string {
+	from := string(ch.From)
+	if from == "" {
+		from = "none"
+	}
+	return fmt.Sprintf("expectation of %s changed at run time from %s to %s: %s", ch.Check, from, ch.To, ch.Reason)
 }

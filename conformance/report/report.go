@@ -63,7 +63,7 @@ func Render(dir string, run *history.Run, results []check.Result) error {
 // linearizabilityViolated: the result is a linearizable violation, whose
 // scenario gets porcupine's visualization next to the reports.
 func linearizabilityViolated(r check.Result) bool {
-	return r.Check == check.Linearizable && !r.Pass && !r.Inconclusive
+	return r.Check == check.Linearizable && r.Status != check.StatusPass && r.Status != check.StatusInconclusive
 }
 
 // linearizabilityPage is porcupine's visualization of s, or a page that
@@ -150,8 +150,8 @@ func Diff(a, b []check.Result) []string {
 		switch {
 		case !ok:
 			out = append(out, k+": not in the saved verdicts")
-		case o.Pass != r.Pass || o.Expected != r.Expected || o.OK != r.OK:
-			out = append(out, fmt.Sprintf("%s: saved pass=%v expected=%s, now pass=%v expected=%s", k, o.Pass, o.Expected, r.Pass, r.Expected))
+		case o.Status != r.Status || o.Expected != r.Expected || o.OK != r.OK:
+			out = append(out, fmt.Sprintf("%s: saved %s expected=%s, now %s expected=%s", k, o.Status, o.Expected, r.Status, r.Expected))
 		case fmt.Sprint(o.Evidence) != fmt.Sprint(r.Evidence):
 			out = append(out, k+": same verdict, different evidence")
 		}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
-	"github.com/fencecheck/fencecheck/conformance/scenario"
 	"github.com/fencecheck/fencecheck/conformance/synth"
 )
 
@@ -18,13 +18,13 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 	s := synth.Scenario("kinds", synth.Defect{})
 	at := s.Chaos[0].Recovered.Add(time.Second)
 	s.Chaos = append(s.Chaos,
-		history.ChaosWindow{Kind: history.ChaosLeaseDelete, Pod: "pod-c", Injected: at, Recovered: at},
-		history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: "pod-c", Injected: at.Add(time.Second), Recovered: at.Add(2 * time.Second)},
-		history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: "pod-b", Injected: at.Add(2 * time.Second), Recovered: at.Add(4 * time.Second)},
+		history.ChaosWindow{Kind: string(fault.LeaseDelete), Pod: "pod-c", Injected: at, Recovered: at},
+		history.ChaosWindow{Kind: string(fault.PodDelete), Pod: "pod-c", Injected: at.Add(time.Second), Recovered: at.Add(2 * time.Second)},
+		history.ChaosWindow{Kind: string(fault.RollingRestart), Pod: "pod-b", Injected: at.Add(2 * time.Second), Recovered: at.Add(4 * time.Second)},
 		history.ChaosWindow{Kind: "pause", Pod: "pod-b", Injected: at.Add(4 * time.Second), Recovered: at.Add(5 * time.Second)},
-		history.ChaosWindow{Kind: history.ChaosHeldWrites, Pod: "pod-b", Injected: at.Add(5 * time.Second), Recovered: at.Add(7 * time.Second)},
-		history.ChaosWindow{Kind: history.ChaosLostAnswers, Pod: "pod-c", Injected: at.Add(7 * time.Second), Recovered: at.Add(8 * time.Second)},
-		history.ChaosWindow{Kind: history.ChaosSinkCrash, Pod: "sink-0", Injected: at.Add(8 * time.Second), Recovered: at.Add(9 * time.Second)},
+		history.ChaosWindow{Kind: string(fault.HeldWrites), Pod: "pod-b", Injected: at.Add(5 * time.Second), Recovered: at.Add(7 * time.Second)},
+		history.ChaosWindow{Kind: string(fault.LostAnswers), Pod: "pod-c", Injected: at.Add(7 * time.Second), Recovered: at.Add(8 * time.Second)},
+		history.ChaosWindow{Kind: string(fault.SinkCrash), Pod: "sink-0", Injected: at.Add(8 * time.Second), Recovered: at.Add(9 * time.Second)},
 		history.ChaosWindow{Kind: "a-kind-of-tomorrow", Pod: "pod-c", Injected: at.Add(9 * time.Second), Recovered: at.Add(10 * time.Second)})
 	svg := Timeline(s)
 	for _, want := range []string{">partition<", ">partition: cut off from the apiserver<", ">Lease deleted<", ">pod deleted<", ">pod deleted (SIGTERM)<",
@@ -40,12 +40,12 @@ func TestTimelineLabelsEachKind(t *testing.T) {
 	}
 }
 
-// Every kind a mixed schedule draws has a style of its own on the
-// timeline (the driver records each as the chaos window kind of its name).
-func TestEveryMixedKindHasAStyle(t *testing.T) {
-	for _, w := range scenario.MixedKinds {
-		if _, ok := chaosStyles[string(w.Kind)]; !ok {
-			t.Errorf("kind %q has no timeline style", w.Kind)
+// Every registered fault is drawn with its own style on the timeline
+// (the driver records each as the chaos window kind of its name).
+func TestEveryFaultHasItsStyle(t *testing.T) {
+	for _, f := range fault.All {
+		if st := styleOf(string(f.Kind)); st != f.Style {
+			t.Errorf("kind %q is drawn as %+v, not its own style", f.Kind, st)
 		}
 	}
 }
@@ -55,8 +55,8 @@ func TestEveryMixedKindHasAStyle(t *testing.T) {
 func TestLegendWraps(t *testing.T) {
 	s := synth.Scenario("many", synth.Defect{})
 	at := s.Chaos[0].Recovered
-	for i, k := range []string{history.ChaosPodDelete, history.ChaosRollingRestart, history.ChaosLeaseDelete, history.ChaosPause,
-		history.ChaosHeldWrites, history.ChaosLostAnswers, history.ChaosSinkCrash} {
+	for i, k := range []string{string(fault.PodDelete), string(fault.RollingRestart), string(fault.LeaseDelete), string(fault.Pause),
+		string(fault.HeldWrites), string(fault.LostAnswers), string(fault.SinkCrash)} {
 		s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: k, Pod: "pod-a", Injected: at.Add(time.Duration(i) * time.Second), Recovered: at.Add(time.Duration(i+1) * time.Second)})
 	}
 	for term := uint64(3); term <= 12; term++ {

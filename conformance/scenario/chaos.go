@@ -2,12 +2,9 @@ package scenario
 
 import (
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
-
-// PauseLeader freezes the leader's process (the cgroup freezer on the
-// cluster, SIGSTOP locally) for longer than the TTL, then thaws it.
-const PauseLeader Chaos = "pause"
 
 func init() { register(pauses) }
 
@@ -19,14 +16,14 @@ func pauses() []Def {
 		{
 			Name:        "pause-leader",
 			Description: "the leader is frozen for longer than the TTL, then thawed: it sends with its old term after the new term was granted, the sink rejects it, zero stale commits",
-			Chaos:       PauseLeader,
+			Fault:       fault.Pause,
 			Expect: expect(safety, map[string]history.Expectation{check.StaleLeaderActed: history.MustPass,
 				check.FailoverLiveness: history.MustPass, check.OldLeaderStepsDown: history.MustPass}),
 		},
 		{
 			Name:        "neg-pause-unfenced-sink",
 			Description: "negative control: the paused leader wakes up with an unfenced sink: its old-term writes commit after the new term's fence",
-			Chaos:       PauseLeader,
+			Fault:       fault.Pause,
 			Sink:        Sink{Broken: UnfencedSink},
 			Expect:      control(check.NoStaleCommit),
 		},

@@ -28,6 +28,8 @@ type Reconciler struct {
 	ReleaseOnCancel bool
 	// LeadDelay: --lead-delay, a new leader waits before its first write.
 	LeadDelay time.Duration
+	// SharedKeys: --shared-keys, every term reuses the keys "seq-N" for other values.
+	SharedKeys bool
 }
 
 // Args renders the knobs as the reconciler's flags.
@@ -38,7 +40,8 @@ func (r Reconciler) Args() []string {
 		flag string
 	}{{r.FencingOff, "--fencing=off"}, {r.IgnoreDemotion, "--ignore-demotion"}, {r.LiveEpoch, "--live-epoch"},
 		{r.NoDrain, "--no-drain"}, {r.TermOnRenew, "--term-on-renew"}, {r.NoTermBump, "--no-term-bump"},
-		{r.TermRestartOnRecreate, "--term-restart-on-recreate"}, {r.ReleaseOnCancel, "--release-on-cancel"}} {
+		{r.TermRestartOnRecreate, "--term-restart-on-recreate"}, {r.ReleaseOnCancel, "--release-on-cancel"},
+		{r.SharedKeys, "--shared-keys"}} {
 		if f.on {
 			out = append(out, f.flag)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -55,7 +56,7 @@ const (
 // holdAfterSettle arms the hold a few commits after the driver saw the
 // leader settle, so the leader's term is held during the partition that
 // follows and never the new leader's.
-const holdAfterSettle = SettleCommits + 3
+const holdAfterSettle = fault.SettleCommits + 3
 
 // raceLag trails the held writes into the racy sink's 500 ms window by far
 // less than the window and far more than a hop from the witness to the
@@ -69,21 +70,21 @@ func init() {
 			{
 				Name:        "held-writes",
 				Description: "the witness holds the leader's writes from before the takeover and delivers them after the sink answered the new leader's fence: every held write answered 409, none committed",
-				Chaos:       PartitionOnce,
+				Fault:       fault.Partition,
 				Nemesis:     hold,
 				Expect:      expect(safety, map[string]history.Expectation{check.HeldWritesRejected: history.MustPass}),
 			},
 			{
 				Name:        "neg-held-writes-per-key-floor-sink",
 				Description: "negative control: held writes with --ignore-demotion and a sink that fences each key against its own last epoch: the held writes commit after the new leader's fence",
-				Chaos:       PartitionOnce,
+				Fault:       fault.Partition,
 				Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: PerKeyFloorSink}, Nemesis: hold,
 				Expect: control(check.HeldWritesRejected, check.NoStaleCommit, check.Linearizable),
 			},
 			{
 				Name:        "neg-held-writes-ignore-fence-sink",
 				Description: "negative control: held writes with --ignore-demotion and a sink that answers a fence OK without raising its floor: the held writes commit after the new leader's fence",
-				Chaos:       PartitionOnce,
+				Fault:       fault.Partition,
 				Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: IgnoreFenceSink}, Nemesis: hold,
 				Expect: control(check.HeldWritesRejected, check.NoStaleCommit, check.Linearizable),
 			},
@@ -91,7 +92,7 @@ func init() {
 				Name: "neg-racy-sink",
 				Description: "negative control: --ignore-demotion with a check-then-act sink (500 ms between a write's check and its act); the witness releases a held stale write 50 ms before the new leader's fence, " +
 					"so the fence lands in the write's window every time and the write commits after it",
-				Chaos:      PartitionOnce,
+				Fault:      fault.Partition,
 				Reconciler: Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: RacyWindowSink},
 				Nemesis: WitnessNemesis{HoldWritesAfter: holdAfterSettle, RaceLag: raceLag},
 				Expect:  control(check.NoStaleCommit),
@@ -99,14 +100,14 @@ func init() {
 			{
 				Name:        "lost-answers",
 				Description: "the witness loses the answers to some committed writes (the sink answered OK, the client's connection is closed): every retry with the same Idempotency-Key is answered OK_DUP, nothing is applied twice",
-				Chaos:       PartitionOnce,
+				Fault:       fault.Partition,
 				Nemesis:     WitnessNemesis{LoseAnswersEvery: 7},
 				Expect:      expect(safety, map[string]history.Expectation{check.LostAnswersDeduplicated: history.MustPass}),
 			},
 			{
 				Name:        "neg-lost-answers-no-idempotency-sink",
 				Description: "negative control: lost answers with a sink that forgets Idempotency-Keys: the retry of a committed write commits again",
-				Chaos:       PartitionOnce,
+				Fault:       fault.Partition,
 				Sink:        Sink{Broken: NoIdempotencySink},
 				Nemesis:     WitnessNemesis{LoseAnswersEvery: 7},
 				Expect:      control(check.LostAnswersDeduplicated, check.Idempotency, check.Linearizable),

@@ -9,30 +9,22 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/leader"
-)
-
-// Chaos is what a scenario does to the leader.
-type Chaos string
-
-const (
-	// PartitionOnce cuts the leader off from the apiserver once, then heals.
-	PartitionOnce Chaos = "partition"
-	// ShutdownLeader deletes the leader pod while it writes (SIGTERM).
-	ShutdownLeader Chaos = "shutdown"
-	// Repeated runs the seeded partition schedule, then deletes the
-	// leader pod, then restarts the Deployment (rolling restart).
-	Repeated Chaos = "repeated"
 )
 
 // Def is one scenario.
 type Def struct {
 	Name        string
 	Description string
-	Chaos       Chaos
-	Reconciler  Reconciler
-	Sink        Sink
+	// Fault is the scenario's one fault, injected once (for as long as the
+	// run's partition when it lasts); or
+	Fault fault.Kind
+	// Schedule is a seeded schedule of several faults instead (plan.go).
+	Schedule   Schedule
+	Reconciler Reconciler
+	Sink       Sink
 	// WaitRejects: before collecting, wait until the sink rejected a stale write.
 	WaitRejects bool
 	// CutSinkToo: the partition also cuts the leader off from the sink, so
@@ -50,12 +42,14 @@ type Def struct {
 
 // Multistep reports a scenario that runs a seeded schedule of several
 // faults: a minute or more of waits, against 10-25 s for one fault.
-func (d Def) Multistep() bool {
-	switch d.Chaos {
-	case Repeated, MixedFaults, MixedEveryKind:
-		return true
+func (d Def) Multistep() bool { return d.Schedule != "" }
+
+// Chaos names what the scenario injects: its fault, or its schedule.
+func (d Def) Chaos() string {
+	if d.Schedule != "" {
+		return string(d.Schedule)
 	}
-	return false
+	return string(d.Fault)
 }
 
 // WaitRank ranks a scenario's waits coarsely, for the order scenarios
@@ -129,12 +123,12 @@ func (t Timing) Config(d Def) history.Config {
 		RetryPeriod: history.Duration(t.RetryPeriod), DrainTimeout: history.Duration(t.DrainTimeout),
 		WriteInterval: history.Duration(t.WriteInterval), AbortLimit: history.Duration(t.AbortLimit), FencingRequired: true,
 		IgnoreDemotion: d.Reconciler.IgnoreDemotion, ReconcilerArgs: t.ReconcilerArgs(d), SinkArgs: d.Sink.Args(),
-		WitnessArgs: d.Nemesis.Args()}
+		WitnessArgs: d.WitnessArgs()}
 }
 
 // safety is what every correct run must show.
 var safety = []string{check.TermMonotonic, check.TermStep, check.NoStaleCommit, check.EpochHeldByWriter,
-	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.UnfencedWrites,
+	check.RowEpochMonotonic, check.RejectedNotInState, check.FloorMonotonic, check.Idempotency, check.IdempotencyMisuse, check.UnfencedWrites,
 	check.WitnessAgrees, check.Linearizable}
 
 func expect(pass []string, extra map[string]history.Expectation) map[string]history.Expectation {
@@ -184,14 +178,14 @@ func core() []Def {
 		{
 			Name:        "partition-heal",
 			Description: "the leader is cut off from the apiserver for longer than the TTL, then healed: a new leader, term +1, the old leader steps down and drains, zero stale commits",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Expect: expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass, check.BridgeDrain: history.MustPass,
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass, check.BridgeCapacity: history.MustPass}),
 		},
 		{
 			Name:        "stale-leader-keeps-writing",
 			Description: "the partitioned leader ignores its demotion and keeps writing: the sink rejects every stale write and commits none after the new leader's fence",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{IgnoreDemotion: true},
 			WaitRejects: true,
 			Expect: expect(safety, map[string]history.Expectation{check.RejectStaleSeen: history.MustPass, check.FailoverLiveness: history.MustPass,
@@ -200,7 +194,7 @@ func core() []Def {
 		{
 			Name:        "shutdown-under-load",
 			Description: "the leader pod is deleted while writing: its bridge aborts within the limit and nothing is written after the abort; a new leader takes over",
-			Chaos:       ShutdownLeader,
+			Fault:       fault.PodDelete,
 			// Under load: writes come faster than one sink round trip, so
 			// the bridge holds a backlog when the shutdown aborts it.
 			Reconciler: Reconciler{WriteInterval: 5 * time.Millisecond},
@@ -210,35 +204,42 @@ func core() []Def {
 		{
 			Name:        "repeated-takeovers",
 			Description: "a seeded schedule of partitions in a row, a leader pod deleted, a rolling restart: the term goes +1 per takeover, never repeats, never goes back",
-			Chaos:       Repeated,
+			Schedule:    Repeated,
 			Expect: expect(safety, map[string]history.Expectation{check.OldLeaderStepsDown: history.MustPass,
 				check.BridgeJoin: history.MustPass, check.FailoverLiveness: history.MustPass}),
 		},
 		{
+			Name:        "neg-idempotency-misuse",
+			Description: "negative control: --shared-keys: the Idempotency-Key is the write's sequence number, which starts again in every term, so a new leader reuses its predecessor's keys for other values; the sink answers 422 and the writes are given up",
+			Fault:       fault.Partition,
+			Reconciler:  Reconciler{SharedKeys: true},
+			Expect:      control(check.IdempotencyMisuse),
+		},
+		{
 			Name:        "neg-fencing-off",
 			Description: "negative control: --fencing=off with an unfenced sink: writes commit without an epoch",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{FencingOff: true}, Sink: Sink{Broken: UnfencedSink},
 			Expect: control(check.UnfencedWrites),
 		},
 		{
 			Name:        "neg-ignore-demotion-unfenced-sink",
 			Description: "negative control: --ignore-demotion with an unfenced sink: the stale leader keeps sending and its writes commit after the new term's fence",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: UnfencedSink},
 			Expect: control(check.NoStaleCommit, check.OldLeaderStepsDown, check.Linearizable),
 		},
 		{
 			Name:        "neg-live-epoch",
 			Description: "negative control: --live-epoch --ignore-demotion: the stale leader stamps a term it never held",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{LiveEpoch: true, IgnoreDemotion: true},
 			Expect:      control(check.EpochHeldByWriter),
 		},
 		{
 			Name:        "neg-no-drain",
 			Description: "negative control: --no-drain: a bridge stopped by its producer drops what it buffered (the partition also cuts the sink, so a backlog builds)",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			// A fast producer and an unreachable sink keep a backlog in the
 			// bridge, so dropping it shows.
 			Reconciler: Reconciler{NoDrain: true, WriteInterval: 5 * time.Millisecond},
@@ -248,35 +249,35 @@ func core() []Def {
 		{
 			Name:        "neg-per-key-floor-sink",
 			Description: "negative control: --ignore-demotion with a sink that fences each key against its own last epoch: the stale leader commits rows the new leader has not written yet",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{IgnoreDemotion: true}, Sink: Sink{Broken: PerKeyFloorSink},
 			Expect: control(check.NoStaleCommit, check.Linearizable),
 		},
 		{
 			Name:        "neg-lying-sink",
 			Description: "negative control: a sink whose /v1/history hides a commit its client saw acknowledged: the witness the harness owns shows the lie",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Sink:        Sink{Broken: HideCommitSink},
 			Expect:      control(check.WitnessAgrees),
 		},
 		{
 			Name:        "neg-misreporting-sink",
 			Description: "negative control: a sink whose /v1/history records as rejected a commit its client was answered OK for: the witness shows the answers differ from the records",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Sink:        Sink{Broken: MisreportSink},
 			Expect:      control(check.WitnessAgrees),
 		},
 		{
 			Name:        "neg-term-on-renew",
 			Description: "negative control: --term-on-renew: the term moves on renew",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{TermOnRenew: true},
 			Expect:      control(check.TermStep),
 		},
 		{
 			Name:        "neg-no-term-bump",
 			Description: "negative control: --no-term-bump: a takeover keeps the old term",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{NoTermBump: true},
 			Expect:      control(check.TermStep),
 		},

@@ -22,8 +22,11 @@ func TestDefinitions(t *testing.T) {
 				t.Errorf("%s expects unknown check %q", d.Name, c)
 			}
 		}
-		if d.Chaos == "" {
-			t.Errorf("%s: no chaos", d.Name)
+		if (d.Fault == "") == (d.Schedule == "") {
+			t.Errorf("%s: one fault or one schedule, not %q and %q", d.Name, d.Fault, d.Schedule)
+		}
+		if _, err := d.Plan(1, DefaultTiming(), 3); err != nil {
+			t.Errorf("%s: %v", d.Name, err)
 		}
 		if d.NegativeControl() != strings.HasPrefix(d.Name, "neg-") {
 			t.Errorf("%s: negative controls are named neg-*", d.Name)
@@ -81,7 +84,7 @@ func TestExpectationsAgainstSyntheticModel(t *testing.T) {
 		s.Expect = d.Expect
 		for _, r := range check.EvaluateScenario(s) {
 			if !r.OK {
-				t.Errorf("%s/%s: expected %s, got pass=%v: %v", d.Name, r.Check, r.Expected, r.Pass, r.Evidence)
+				t.Errorf("%s/%s: expected %s, got pass=%v: %v", d.Name, r.Check, r.Expected, r.Status == check.StatusPass, r.Evidence)
 			}
 		}
 	}

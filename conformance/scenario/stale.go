@@ -3,38 +3,13 @@ package scenario
 import (
 	"time"
 
-	"github.com/fencecheck/fencecheck/chaos/schedule"
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
-// The kinds of chaos of this file: more ways a leader goes stale or is
-// replaced (issue 11: Lease deletion, slow clock, planned handover, mixed).
-const (
-	// LeaseDeleted deletes the Lease under its holder once; the replicas
-	// re-create it.
-	LeaseDeleted Chaos = "lease-delete"
-	// PlannedHandover restarts the Deployment (a rolling restart) once.
-	PlannedHandover Chaos = "planned-handover"
-	// MixedFaults runs a seeded schedule drawing from MixedKinds.
-	MixedFaults Chaos = "mixed"
-)
-
-// MixedKinds are the fault kinds the mixed schedule draws from, by weight.
-// A new kind is one entry here and one runner in the driver.
-var MixedKinds = []schedule.Weight{
-	{Kind: schedule.Partition, Weight: 3}, // of the leader or, by FollowerPct, a follower
-	{Kind: schedule.PodDelete, Weight: 1},
-	{Kind: schedule.LeaseDelete, Weight: 1},
-	{Kind: schedule.RollingRestart, Weight: 1},
-	{Kind: schedule.Pause, Weight: 1},       // the leader frozen past the TTL
-	{Kind: schedule.HeldWrites, Weight: 1},  // the witness holds the leader's writes, the leader is cut off
-	{Kind: schedule.LostAnswers, Weight: 1}, // the witness loses some answers for a while
-	{Kind: schedule.SinkCrash, Weight: 1},   // the leader cut off, the sink SIGKILLed after the new fence
-}
-
-// MixedSteps is how many faults the mixed schedule runs.
-const MixedSteps = 5
+// More ways a leader goes stale or is replaced (issue 11: Lease
+// deletion, slow clock, planned handover, mixed faults).
 
 // SlowClockRate is the slow-clock scenarios' lease clock rate.
 const SlowClockRate = 0.5
@@ -48,20 +23,23 @@ func stale() []Def {
 		{
 			Name:        "lease-deleted",
 			Description: "the Lease is deleted under its holder: whoever re-creates it continues above the highest term seen; a holder that re-creates it drains its old term and fences with the new one",
-			Chaos:       LeaseDeleted,
-			Expect:      expect(safety, map[string]history.Expectation{check.BridgeJoin: history.MustPass}),
+			Fault:       fault.LeaseDelete,
+			// A holder that re-creates the Lease has lost its old term as
+			// much as to another holder: its writes of that term stop
+			// within drain_timeout (check.Takeovers counts the re-creation).
+			Expect: expect(safety, map[string]history.Expectation{check.BridgeJoin: history.MustPass, check.OldLeaderStepsDown: history.MustPass}),
 		},
 		{
 			Name:        "neg-term-restart-on-recreate",
 			Description: "negative control: --term-restart-on-recreate: the re-created Lease starts again at term 1",
-			Chaos:       LeaseDeleted,
+			Fault:       fault.LeaseDelete,
 			Reconciler:  Reconciler{TermRestartOnRecreate: true},
 			Expect:      control(check.TermMonotonic),
 		},
 		{
 			Name:        "slow-clock-leader",
 			Description: "the leader's lease clock runs at half speed (--clock-rate=0.5) and it is cut off from the apiserver: it keeps writing after its lease expired and a successor was granted; the fencing sink rejects every such write",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{ClockRate: SlowClockRate},
 			WaitRejects: true,
 			Expect: expect(safety, merge(takeover, map[string]history.Expectation{check.StaleLeaderActed: history.MustPass,
@@ -70,7 +48,7 @@ func stale() []Def {
 		{
 			Name:        "neg-slow-clock-unfenced-sink",
 			Description: "negative control: the slow-clock leader with an unfenced sink: its writes after the successor's fence commit",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{ClockRate: SlowClockRate},
 			Sink:        Sink{Broken: UnfencedSink},
 			Expect:      control(check.NoStaleCommit),
@@ -78,7 +56,7 @@ func stale() []Def {
 		{
 			Name:        "planned-handover",
 			Description: "a rolling restart with --release-on-cancel: each stopping leader aborts and joins its bridge, then releases the Lease, and a successor takes over within a jittered retry period (plus a write and its round trips)",
-			Chaos:       PlannedHandover,
+			Fault:       fault.RollingRestart,
 			Reconciler:  Reconciler{ReleaseOnCancel: true},
 			Expect: expect(safety, map[string]history.Expectation{check.BridgeAbort: history.MustPass, check.BridgeJoin: history.MustPass,
 				check.FailoverLiveness: history.MustPass}),
@@ -86,15 +64,14 @@ func stale() []Def {
 		{
 			Name:        "neg-slow-failover",
 			Description: "negative control: --lead-delay=8s: the new leader idles 8s before its first write, past client-go's failover bound",
-			Chaos:       PartitionOnce,
+			Fault:       fault.Partition,
 			Reconciler:  Reconciler{LeadDelay: 8 * time.Second},
 			Expect:      control(check.FailoverLiveness),
 		},
 		{
 			Name:        "mixed-faults",
 			Description: "a seeded schedule mixing partitions of the leader or a follower, leader pod deletions, Lease deletions, rolling restarts, pauses, held writes, lost answers and sink crashes (replay: the run's seed and the schedule in the report)",
-			Chaos:       MixedFaults,
-			Nemesis:     WitnessNemesis{Runtime: true},
+			Schedule:    Mixed,
 			Expect:      mixedExpect(),
 		},
 	}

@@ -4,19 +4,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
-
-// SettleCommits is how many commits of a leader the driver waits for to
-// call it live.
-const SettleCommits = 5
 
 // Waits compares a scenario's wall time with the waits it cannot avoid:
 // the partitions themselves, a lease TTL after each leader pod deletion or
 // restart, a TTL after the heal for a leader that ignores its demotion,
 // the chaos schedule's gaps, the step-down window after the last
-// takeover, and SettleCommits write intervals to see each
-// leader commit.
+// takeover, and fault.SettleCommits write intervals to see each
+// leader commit (each fault's share is its Fault.Waits).
 type Waits struct {
 	Scenario    string        `json:"scenario"`
 	Wall        time.Duration `json:"wall_ns"`        // first phase start to last phase end
@@ -52,18 +49,13 @@ func MeasureWaits(r *history.Run) []Waits {
 		}
 		t.Wall = last.Sub(first)
 		t.Active = t.Wall - t.Setup
-		settle := time.Duration(SettleCommits) * s.Config.WriteInterval.D()
-		t.Unavoidable += settle // the first leader's commits
+		t.Unavoidable += time.Duration(fault.SettleCommits) * s.Config.WriteInterval.D() // the first leader's commits
 		for _, w := range s.Chaos {
-			switch w.Kind {
-			case history.ChaosPartition, history.ChaosSinkCrash, history.ChaosPause:
-				t.Unavoidable += w.Recovered.Sub(w.Injected)
-			case history.ChaosHeldWrites, history.ChaosLostAnswers:
-				continue // the witness's faults: a held-writes step's partition has its own window
-			default: // pod-delete, rolling-restart: the successor waits out the lease
-				t.Unavoidable += s.Config.LeaseDuration.D()
+			waits := fault.WaitLease // a kind this build does not know: as a pod deletion
+			if f, ok := fault.Of(fault.Kind(w.Kind)); ok {
+				waits = f.Waits
 			}
-			t.Unavoidable += settle
+			t.Unavoidable += waits(w, s.Config)
 		}
 		if s.Config.IgnoreDemotion {
 			// The driver waits until the stale leader wrote a TTL after the

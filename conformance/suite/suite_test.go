@@ -15,8 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,9 +37,11 @@ import (
 
 var (
 	testenv env.Environment
-	drv     = &driver.Driver{}
-	// ctrlDrv runs the user's controller (--controller); nil without it.
-	ctrlDrv *driver.Driver
+	// target runs the scenarios: our fixture, or the user's controller
+	// (--controller); fixture then runs those that need our fixture's
+	// modes. Both are set by the environment's setup.
+	target, fixture driver.Target
+	root            string
 
 	seed            = flag.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the chaos schedule (recorded in the report)")
 	reportsDir      = flag.String("reports", "", "directory for this run's reports (default <repo>/reports/<run-id>)")
@@ -56,14 +56,9 @@ var (
 	controllerDir   = flag.String("controller", "", "directory of a user's controller manifests to test instead of our fixture (docs/controller-contract.md); relative to the repository root")
 	timing          = scenario.DefaultTiming()
 
-	mu       sync.Mutex
-	recorded []*history.Scenario
-	started  time.Time
-	// canPause is false under an executor with no process pause (Chaos
-	// Mesh); notRunnable holds each scenario skipped for it, and why.
-	canPause     = true
-	executorUsed string
-	notRunnable  = map[string]string{}
+	started time.Time
+	// ran is the run RunSuite returned (nil until it did, or if setup failed).
+	ran *history.Run
 )
 
 func init() {
@@ -101,7 +96,7 @@ func TestMain(m *testing.M) {
 	if *runID == "" {
 		*runID = started.UTC().Format("20060102-150405")
 	}
-	root, err := repoRoot()
+	root, err = repoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(2)
@@ -163,18 +158,10 @@ func TestMain(m *testing.M) {
 			return ctx, err
 		}
 		logf("cluster %s (kubernetes %s); chaos executor %s; installing it", rc.Host, v.GitVersion, ex.Name())
-		_, canPause = ex.(chaos.Pauser)
-		executorUsed = ex.Name()
 		if err := ex.Install(ctx); err != nil {
 			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
 		}
-		target := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Images: pushed})
-		var quiet *driver.Quiet
-		if *parallel > 1 && *quietGate {
-			quiet = driver.NewQuiet() // fault steps apart from other scenarios' deploys
-		}
-		*drv = driver.Driver{Target: target, Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID,
-			Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf, Quiet: quiet}}
+		target = cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Images: pushed})
 		if *controllerDir != "" {
 			dir := *controllerDir
 			if !filepath.IsAbs(dir) {
@@ -183,222 +170,63 @@ func TestMain(m *testing.M) {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return ctx, fmt.Errorf("--controller %s: not a directory of manifests", *controllerDir)
 			}
-			ct := cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Controller: dir, Images: pushed})
-			ctrlDrv = &driver.Driver{Target: ct, Config: drv.Config}
+			fixture = target
+			target = cluster.New(cluster.Options{Kube: kube, Res: res, Exec: ex, Root: root, DeployTimeout: *deployTimeout, Keep: *keepNamespaces, Logf: logf, Controller: dir, Images: pushed})
 			logf("controller under test: %s (scenarios that need our fixture's modes run on our fixture)", dir)
 		}
 		return ctx, nil
 	})
 	code := testenv.Run(m)
-	if ran() == 0 && code == 0 {
+	if ran == nil || len(ran.Scenarios) == 0 {
 		// Nothing checked is not a pass (a --feature regex that matches
 		// no scenario, say): the run fails and says so.
 		fmt.Fprintln(os.Stderr, "conformance: no scenario ran (does --feature match a scenario name?): failing the run")
 		code = 1
-	}
-	if err := writeReports(code); err != nil {
-		fmt.Fprintln(os.Stderr, "conformance: writing reports:", err)
-		code = 1
+		if err := noRunReport(code); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance: writing reports:", err)
+		}
 	}
 	os.Exit(code)
 }
 
-// ran is how many scenarios recorded a history.
-func ran() int {
-	mu.Lock()
-	defer mu.Unlock()
-	return len(recorded)
-}
-
-func writeReports(code int) error {
-	mu.Lock()
-	defer mu.Unlock()
+// noRunReport writes the summary of a run that judged nothing (setup
+// failed, or every scenario was filtered out or not runnable): no
+// history, so no other report.
+func noRunReport(code int) error {
 	if err := os.MkdirAll(*reportsDir, 0o755); err != nil {
 		return err
 	}
-	if len(recorded) == 0 {
-		msg := fmt.Sprintf("# fencecheck conformance %s: NO SCENARIO RAN (exit %d)\n\nSetup failed or every feature was filtered out (a run that checks nothing fails); see the test output.\n", *runID, code) + notRunnableSection()
-		return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), []byte(msg), 0o644)
+	var notRunnable []history.NotRunnable
+	if ran != nil {
+		notRunnable = ran.NotRunnable
 	}
-	// Workers finish in any order: report in the scenarios' own order.
-	rank := map[string]int{}
-	for i, d := range scenario.All() {
-		rank[d.Name] = i
-	}
-	sort.SliceStable(recorded, func(i, j int) bool { return rank[recorded[i].Name] < rank[recorded[j].Name] })
-	r := &history.Run{Meta: history.Meta{RunID: *runID, Seed: *seed, Started: started, Ended: time.Now(),
-		Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}, Scenarios: recorded}
-	for src, ref := range pushed {
-		r.Meta.Versions["image "+src] = ref // what ran, by digest (--image-repo)
-	}
-	results := check.Evaluate(r)
-	if err := report.Write(*reportsDir, r, results); err != nil {
-		return err
-	}
-	if extra := notRunnableSection(); extra != "" {
-		f, err := os.OpenFile(filepath.Join(*reportsDir, report.SummaryFile), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, err = f.WriteString(extra)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		logf("%d scenarios not runnable with the %s executor (listed in %s)", len(notRunnable), executorUsed, report.SummaryFile)
-	}
-	c := report.Count(results)
-	logf("reports in %s: %d results, %d as expected, %d not, %d negative controls caught", *reportsDir, c.Total, c.OK, c.Failed, c.CaughtControls)
-	return nil
+	why := fmt.Sprintf("exit %d: setup failed or every feature was filtered out (a run that checks nothing fails); see the test output", code)
+	return os.WriteFile(filepath.Join(*reportsDir, report.SummaryFile), report.NothingRan(*runID, why, notRunnable), 0o644)
 }
 
-type sessionKey struct{}
-
-// state is one feature's session and how its setup went.
-type state struct {
-	s        *driver.Session
-	setupErr error
-}
-
-// feature turns a scenario definition into an e2e-framework feature:
-// setup deploys and records, one assessment applies the chaos, one judges
-// the history, teardown keeps what was recorded and closes the namespace.
-func feature(d scenario.Def) features.Feature {
-	kind := "scenario"
-	if d.NegativeControl() {
-		kind = "negative-control"
-	}
-	return features.New(d.Name).
-		WithLabel("kind", kind).
-		WithLabel("chaos", string(d.Chaos)).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if reason := unrunnable(d); reason != "" {
+// selected are the scenarios e2e-framework's filters (--feature,
+// --skip-features, --labels, --skip-labels) let through: one feature per
+// scenario, labelled by kind and chaos, whose one assessment only takes
+// it; RunSuite then runs them.
+func selected(t *testing.T) []scenario.Def {
+	var mu sync.Mutex
+	var out []scenario.Def
+	var fs []features.Feature
+	for _, d := range scenario.All() {
+		kind := "scenario"
+		if d.NegativeControl() {
+			kind = "negative-control"
+		}
+		fs = append(fs, features.New(d.Name).WithLabel("kind", kind).WithLabel("chaos", d.Chaos()).
+			Assess("selected", func(ctx context.Context, _ *testing.T, _ *envconf.Config) context.Context {
 				mu.Lock()
-				notRunnable[d.Name] = reason
+				out = append(out, d)
 				mu.Unlock()
-				t.Skipf("%s: NOT RUNNABLE: %s", d.Name, reason) // nothing deployed yet: no teardown needed
-			}
-			// No t.Fatal here: at feature level it would skip the teardown.
-			dr, note := driverFor(d)
-			s, err := dr.Start(ctx, d)
-			if note != "" {
-				if s.Hist.UnderTest == nil {
-					s.Hist.UnderTest = &history.UnderTest{Controller: "built-in fixture (manifests/reconciler)"}
-				}
-				s.Hist.UnderTest.Note = note
-				t.Logf("%s: %s", d.Name, note)
-			}
-			if err != nil {
-				t.Errorf("%s: setup: %v", d.Name, err)
-			}
-			return context.WithValue(ctx, sessionKey{}, &state{s: s, setupErr: err})
-		}).
-		Assess("chaos", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			st := ctx.Value(sessionKey{}).(*state)
-			if st.setupErr != nil {
-				t.Fatalf("%s: not run, the setup failed: %v", d.Name, st.setupErr)
-			}
-			if err := st.s.Chaos(ctx); err != nil {
-				t.Fatalf("%s: %v", d.Name, err)
-			}
-			return ctx
-		}).
-		Assess("checks", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			h, err := ctx.Value(sessionKey{}).(*state).s.Finish(ctx)
-			notApplicable(d, h)
-			keep(h)
-			if err != nil {
-				t.Errorf("%s: collecting the history: %v", d.Name, err)
-			}
-			driver.Assess(h, t.Errorf, t.Logf)
-			return ctx
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			st, _ := ctx.Value(sessionKey{}).(*state)
-			if st == nil || st.s == nil {
 				return ctx
-			}
-			// Setup or chaos failed: keep what was recorded as evidence
-			// (Finish returns the same history when it already ran).
-			h, _ := st.s.Finish(context.WithoutCancel(ctx))
-			notApplicable(d, h)
-			keep(h)
-			if err := st.s.Close(context.WithoutCancel(ctx)); err != nil {
-				t.Errorf("close %s: %v", st.s.NS, err)
-			}
-			return ctx
-		}).Feature()
-}
-
-// unrunnable says why d cannot run with this run's executor ("" if it can).
-func unrunnable(d scenario.Def) string {
-	if canPause {
-		return ""
+			}).Feature())
 	}
-	switch d.Chaos {
-	case scenario.PauseLeader:
-		return fmt.Sprintf("it pauses a process, and the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", executorUsed)
-	case scenario.MixedFaults, scenario.MixedEveryKind:
-		// Their schedules draw pauses among the other kinds.
-		return fmt.Sprintf("its schedule draws process pauses, and the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", executorUsed)
-	}
-	return ""
-}
-
-// notRunnableSection lists the scenarios skipped as not runnable, for the
-// summary ("" when none).
-func notRunnableSection() string {
-	if len(notRunnable) == 0 {
-		return ""
-	}
-	names := make([]string, 0, len(notRunnable))
-	for n := range notRunnable {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## Not runnable with the %s executor (%d scenarios, no verdict)\n\n", executorUsed, len(names))
-	for _, n := range names {
-		fmt.Fprintf(&b, "- %s: %s\n", n, notRunnable[n])
-	}
-	return b.String()
-}
-
-// driverFor is the driver of d: the user's controller's, unless there is
-// none or d needs our fixture's modes (the note then says so).
-func driverFor(d scenario.Def) (*driver.Driver, string) {
-	if ctrlDrv == nil {
-		return drv, ""
-	}
-	if m := d.FixtureModes(); len(m) > 0 {
-		return drv, fmt.Sprintf("runs on our fixture, not on %s: it needs the fixture's %s", *controllerDir, strings.Join(m, " "))
-	}
-	return ctrlDrv, ""
-}
-
-// notApplicable: a user's controller without an event log is not judged
-// on the checks that read it (once per history).
-func notApplicable(d scenario.Def, h *history.Scenario) {
-	if dr, _ := driverFor(d); dr != ctrlDrv || h == nil || h.Missing[history.EvidenceEvents] != nil {
-		return
-	}
-	if scenario.EventChecksNotApplicable(h) {
-		logf("%s: %s", d.Name, scenario.NoEventLog)
-	}
-}
-
-// keep records a scenario's history for the run's reports, once.
-func keep(h *history.Scenario) {
-	mu.Lock()
-	defer mu.Unlock()
-	for _, r := range recorded {
-		if r == h {
-			return
-		}
-	}
-	recorded = append(recorded, h)
+	testenv.Test(t, fs...)
+	return out
 }
 
 // defaultParallel: three scenarios at once, with the quiet gate
@@ -421,8 +249,31 @@ func TestConformance(t *testing.T) {
 	if *parallel < 1 {
 		t.Fatalf("--parallel must be at least 1, got %d", *parallel)
 	}
-	logf("running %d scenarios, %d at a time", len(scenario.All()), *parallel)
-	// One feature per testenv.Test call, so each worker runs its own;
-	// e2e-framework's --feature filters still apply to each.
-	driver.RunAll(*parallel, scenario.All(), func(d scenario.Def) { testenv.Test(t, feature(d)) })
+	defs := selected(t)
+	meta := history.Meta{RunID: *runID, Seed: *seed, Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}
+	for src, ref := range pushed {
+		meta.Versions["image "+src] = ref // what ran, by digest (--image-repo)
+	}
+	opts := driver.Options{
+		Config: driver.Config{Timing: timing, Seed: *seed, RunID: *runID, Takeovers: *takeovers, WaitTimeout: *scenarioTimeout, Logf: logf},
+		// Fault steps apart from other scenarios' deploys.
+		Parallel: *parallel, QuietGate: *quietGate,
+		Fixture: fixture, Controller: *controllerDir, Meta: meta, Reports: *reportsDir,
+		// One subtest per judged scenario, apart from its selection's.
+		Judged: func(h *history.Scenario, rs []check.Result, err error) {
+			t.Run(h.Name+" verdicts", func(t *testing.T) {
+				for _, p := range driver.Problems(h, rs, err) {
+					t.Error(p)
+				}
+			})
+		},
+	}
+	var err error
+	ran, err = driver.RunSuite(context.Background(), target, defs, opts)
+	for _, n := range ran.NotRunnable {
+		t.Logf("%s: NOT RUNNABLE: %s", n.Scenario, n.Reason)
+	}
+	if err != nil {
+		t.Error(err)
+	}
 }

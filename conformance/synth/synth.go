@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencecheck/fencecheck/conformance/fault"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/eventlog"
@@ -93,7 +94,7 @@ func Scenario(name string, d Defect) *history.Scenario {
 	for m.now = T0.Add(step); !m.now.After(end); m.now = m.now.Add(step) {
 		if m.now.Equal(cutAt) {
 			a.cut = true
-			s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: history.ChaosPartition, Pod: a.name, Node: "fencecheck-worker", Injected: cutAt, Recovered: healAt})
+			s.Chaos = append(s.Chaos, history.ChaosWindow{Kind: string(fault.Partition), Pod: a.name, Node: "fencecheck-worker", Injected: cutAt, Recovered: healAt})
 		}
 		if m.now.Equal(healAt) {
 			a.cut = false

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/contract"
 )
@@ -30,6 +32,8 @@ type Client struct {
 type Reply struct {
 	Status int
 	Body   []byte
+	// RetryAfter is the answer's Retry-After in whole seconds (0: none).
+	RetryAfter time.Duration
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -63,7 +67,17 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr m
 	if err != nil {
 		return Reply{Status: resp.StatusCode}, fmt.Errorf("%s %s: reading body: %w", method, path, err)
 	}
-	return Reply{Status: resp.StatusCode, Body: b}, nil
+	return Reply{Status: resp.StatusCode, Body: b, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}, nil
+}
+
+// retryAfter reads a Retry-After of delay-seconds; an HTTP date or
+// anything else is no advice (0).
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(min(n, 3600)) * time.Second
 }
 
 // Put writes value under key with the given epoch. idemKey may be empty.

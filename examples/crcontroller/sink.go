@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,10 +50,15 @@ type Answer struct {
 	Result       string
 	HighestEpoch uint64
 	Err          error
+	// RetryAfter is the answer's Retry-After in whole seconds (0: none).
+	RetryAfter time.Duration
 }
 
-// Retryable: no answer, or a 5xx (the same Idempotency-Key is safe to send again).
-func (a Answer) Retryable() bool { return a.Err != nil || a.Status >= 500 }
+// Retryable: no answer, a 5xx, or an answer that is not the sink's (no
+// contract result: whatever a Service routed to meanwhile). The same
+// request with the same Idempotency-Key is safe to send again
+// (docs/controller-contract.md, MUST 5).
+func (a Answer) Retryable() bool { return a.Err != nil || a.Status >= 500 || a.Result == "" }
 
 // Put writes key; epoch 0 sends no epoch header (the unfenced writer).
 func (s *Sink) Put(ctx context.Context, key, value string, epoch uint64, idem string) Answer {
@@ -90,5 +96,9 @@ func (s *Sink) do(ctx context.Context, method, path string, body []byte, h http.
 		HighestEpoch uint64 `json:"highest_epoch"`
 	}
 	_ = json.Unmarshal(b, &r) // a body that is not the contract's leaves Result empty
-	return Answer{Status: resp.StatusCode, Result: r.Result, HighestEpoch: r.HighestEpoch}
+	out := Answer{Status: resp.StatusCode, Result: r.Result, HighestEpoch: r.HighestEpoch}
+	if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
+		out.RetryAfter = time.Duration(min(n, 3600)) * time.Second
+	}
+	return out
 }

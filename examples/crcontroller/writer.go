@@ -15,9 +15,6 @@ import (
 	"github.com/fencecheck/fencecheck/fixtures/reconciler/plan"
 )
 
-// maxAttempts bounds the sends of one logical write (same Idempotency-Key).
-const maxAttempts = 3
-
 // FencedWriter is the --lock=term Runnable: one leadership term's work.
 // The manager starts it once it holds the Lease and cancels its context
 // when the Lease is lost or the process shuts down.
@@ -128,19 +125,36 @@ func (w *FencedWriter) fence(ctx context.Context, epoch uint64) bool {
 	}
 }
 
-// write sends one stamped envelope, retrying a lost answer or a 5xx with
-// the same Idempotency-Key; each attempt is one write event.
+// write sends one stamped envelope until it gets a definite answer,
+// retrying a lost answer, a 5xx or an answer not the sink's with the same
+// Idempotency-Key for as long as the sink stays away, until ctx ends (a
+// shutdown, or the end of the drain); each attempt is one write event.
 func (w *FencedWriter) write(ctx context.Context, env bridge.Envelope) {
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
+	b := newBackoff(w.Cfg.RetryPeriod)
+	for attempt := 1; ; attempt++ {
 		sent := time.Now()
 		a := w.Sink.Put(ctx, env.Key, env.Value, env.Epoch, env.IdempotencyKey)
 		w.Events.Emit(eventlog.Event{Kind: eventlog.KindWrite, Key: env.Key, Value: env.Value, IdempotencyKey: env.IdempotencyKey,
 			Epoch: env.Epoch, Result: result(a), Status: a.Status, Error: errText(a), DurationMs: float64(time.Since(sent)) / float64(time.Millisecond),
 			Detail: fmt.Sprintf("seq=%d attempt=%d bridge_epoch=%d", env.Seq, attempt, env.Epoch)})
-		if !a.Retryable() || ctx.Err() != nil || !pause(ctx, 200*time.Millisecond) {
+		if !a.Retryable() || ctx.Err() != nil || !pause(ctx, b.next(a.RetryAfter)) {
 			return
 		}
 	}
+}
+
+// backoff is the pause before a write's next attempt: 100 ms doubling up
+// to retry_period, or the sink's Retry-After when that is longer.
+type backoff struct{ d, max time.Duration }
+
+func newBackoff(limit time.Duration) *backoff {
+	return &backoff{d: 100 * time.Millisecond, max: max(limit, 100*time.Millisecond)}
+}
+
+func (b *backoff) next(retryAfter time.Duration) time.Duration {
+	d := b.d
+	b.d = min(2*b.d, b.max)
+	return max(d, retryAfter)
 }
 
 // PlainWriter is the --lock=default Runnable: what a typical controller's
@@ -167,12 +181,13 @@ func (w *PlainWriter) Start(ctx context.Context) error {
 		case <-t.C:
 		}
 		it := p.Item(seq)
-		for attempt := 1; attempt <= maxAttempts; attempt++ {
+		b := newBackoff(w.Cfg.RetryPeriod)
+		for {
 			a := w.Sink.Put(ctx, it.Key, it.Value, 0, it.IdempotencyKey)
 			if seq%50 == 0 || a.Status >= 300 && seq < 3 {
 				log.Printf("write %s seq=%d: status %d %s %v", it.Key, seq, a.Status, a.Result, a.Err)
 			}
-			if !a.Retryable() || !pause(ctx, 200*time.Millisecond) {
+			if !a.Retryable() || !pause(ctx, b.next(a.RetryAfter)) {
 				break
 			}
 		}

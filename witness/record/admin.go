@@ -1,11 +1,16 @@
 package record
 
-// The witness's admin requests of the sink-crash nemesis (POST
-// /v1/witness/gate and /v1/witness/probe, see witness/crash.go), here so
-// the harness's driver speaks them without importing the proxy.
+import "time"
 
-// Admin paths of the nemesis (on the witness's admin listener).
+// The witness's admin paths and requests (its history, the sink-crash
+// nemesis's gate and probe, see witness/crash.go, the run-time nemesis),
+// here so the harness speaks them without importing the proxy.
+
+// Admin paths (on the witness's admin listener, which is never the
+// proxied one: no forwarded request can collide with them).
 const (
+	// PathHistory: GET, answers the witness's History.
+	PathHistory = "/v1/witness/history"
 	// PathGate: POST GateRequest, answers GateState.
 	PathGate = "/v1/witness/gate"
 	// PathProbe: POST ProbeRequest; the witness sends the write upstream
@@ -25,6 +30,16 @@ type NemesisRequest struct {
 	Hold bool `json:"hold,omitempty"`
 	// LoseEvery, if set, is the new rate of lost answers (0: none).
 	LoseEvery *int `json:"lose_every,omitempty"`
+	// Slow, if set, delays every answer from now on (a zero Max: none).
+	Slow *SlowRequest `json:"slow,omitempty"`
+}
+
+// SlowRequest makes the witness a slow sink: it holds each answer back
+// for a delay drawn from [0, Max] by a PRNG seeded with Seed, so a run
+// replays the same delays in the same order.
+type SlowRequest struct {
+	Max  time.Duration `json:"max_ns"`
+	Seed uint64        `json:"seed"`
 }
 
 // NemesisState is the nemesis after a NemesisRequest.
@@ -33,6 +48,8 @@ type NemesisState struct {
 	HoldEpoch uint64 `json:"hold_epoch,omitempty"`
 	LoseEvery int    `json:"lose_every"`
 	FreshOK   int    `json:"fresh_ok"` // PUTs answered with a fresh OK so far
+	// SlowMax is the longest delay of an answer (0: answers are not slowed).
+	SlowMax time.Duration `json:"slow_max_ns,omitempty"`
 }
 
 // GateRequest closes (with a reason the refused operations carry) or opens

@@ -29,4 +29,7 @@ type Fault struct {
 	// LostAnswer: the sink answered 2xx (Type ok: it took effect) and the
 	// witness closed the client's connection instead of passing it back.
 	LostAnswer bool `json:"lost_answer,omitempty"`
+	// Delayed is how long the witness held the sink's answer back before
+	// passing it on (a slow sink, SlowRequest).
+	Delayed time.Duration `json:"delayed_ns,omitempty"`
 }

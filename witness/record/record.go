@@ -66,6 +66,9 @@ type Operation struct {
 	// (Sink-Instance-Id), if any: a change within one run is a sink
 	// restart, which its in-memory history does not survive.
 	SinkInstance string `json:"sink_instance,omitempty"`
+	// ForeignPeer is the address (ip:port) that answered without a
+	// Sink-Instance-Id: not the sink, so the report can name who it was.
+	ForeignPeer string `json:"foreign_peer,omitempty"`
 	// AnswerLen is the length of the answer body passed back.
 	AnswerLen int64 `json:"answer_len,omitempty"`
 	// Error says why an Info operation has no definite answer.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"strings"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fencecheck/fencecheck/chaos"
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -19,7 +19,7 @@ import (
 // when alsoSink) with a NetworkChaos that the executor heals at its
 // deadline, and returns the window the executor recorded.
 func (d *deployment) Partition(ctx context.Context, pod string, length time.Duration, alsoSink bool) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosPartition, Pod: pod, Node: d.nodeOf(ctx, pod)}
+	w := history.ChaosWindow{Pod: pod, Node: d.nodeOf(ctx, pod)}
 	targets, err := chaos.APIServerTargets(ctx, d.t.opt.Kube)
 	if err != nil {
 		return w, err
@@ -73,13 +73,13 @@ func (d *deployment) addresses(ctx context.Context, service, selector string) ([
 // DeletePod deletes pod and waits until it is gone; the ReplicaSet starts
 // its replacement.
 func (d *deployment) DeletePod(ctx context.Context, pod string) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: pod, Node: d.nodeOf(ctx, pod), Injected: time.Now()}
+	w := history.ChaosWindow{Pod: pod, Node: d.nodeOf(ctx, pod), Injected: time.Now()}
 	pods := d.t.opt.Kube.CoreV1().Pods(d.ns)
 	if err := pods.Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 		return history.ChaosWindow{}, fmt.Errorf("delete pod %s: %w", pod, err)
 	}
 	logged := map[string]bool{}
-	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "pod "+pod+" gone", func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, d.t.opt.DeployTimeout, "pod "+pod+" gone", func(ctx context.Context) (bool, error) {
 		d.readFinalLogs(ctx, logged, pod)
 		_, err := pods.Get(ctx, pod, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
@@ -107,7 +107,7 @@ func (d *deployment) RollingRestart(ctx context.Context, leader string) (history
 	if err != nil {
 		return history.ChaosWindow{}, err
 	}
-	w := history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: leader, Node: d.nodeOf(ctx, leader), Injected: time.Now()}
+	w := history.ChaosWindow{Pod: leader, Node: d.nodeOf(ctx, leader), Injected: time.Now()}
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"fencecheck.io/restarted-at":%q}}}}}`, w.Injected.Format(time.RFC3339Nano))
 	if _, err := d.t.opt.Kube.AppsV1().Deployments(d.ns).Patch(ctx, d.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return history.ChaosWindow{}, fmt.Errorf("rolling restart: %w", err)
@@ -115,7 +115,7 @@ func (d *deployment) RollingRestart(ctx context.Context, leader string) (history
 	err = d.waitReady(ctx, d.name)
 	if err == nil {
 		logged := map[string]bool{}
-		err = driver.Poll(ctx, d.t.opt.DeployTimeout, "the old pods gone", func(ctx context.Context) (bool, error) {
+		err = wait.Poll(ctx, d.t.opt.DeployTimeout, "the old pods gone", func(ctx context.Context) (bool, error) {
 			d.readFinalLogs(ctx, logged, before...)
 			now, err := d.Pods(ctx)
 			for _, p := range now {

@@ -8,6 +8,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/conformance/fault"
+	"github.com/fencecheck/fencecheck/contract"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +23,6 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
-	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 	"github.com/fencecheck/fencecheck/internal/images"
 )
 
@@ -137,7 +138,7 @@ type deployment struct {
 
 // createTokens creates the Secret with a fresh writer and admin token.
 func (d *deployment) createTokens(ctx context.Context) error {
-	d.adminToken, d.writerToken = refsink.NewToken(), refsink.NewToken()
+	d.adminToken, d.writerToken = contract.NewToken(), contract.NewToken()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SinkTokenSecret, Labels: map[string]string{chaos.ManagedByLabel: "fencecheck"}},
 		StringData: map[string]string{SinkWriterTokenKey: d.writerToken, SinkAdminTokenKey: d.adminToken}}
 	if _, err := d.t.opt.Kube.CoreV1().Secrets(d.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
@@ -180,4 +181,16 @@ func (d *deployment) stopped(ctx context.Context, pod string) (bool, error) {
 	// The follow stream may have stalled: read the log afresh.
 	err := d.logs.Refresh(ctx, pod)
 	return has(), err
+}
+
+// Lacks says why the cluster target cannot do c ("" when it can): a
+// process pause needs an executor that pauses (Chaos Mesh has none, its
+// issue #1924).
+func (t *Target) Lacks(c fault.Capability) string {
+	if c == fault.ProcessPause {
+		if _, ok := t.opt.Exec.(chaos.Pauser); !ok {
+			return fmt.Sprintf("the %s executor has no pause (docs/chaos.md); run it with --chaos=builtin", t.opt.Exec.Name())
+		}
+	}
+	return ""
 }

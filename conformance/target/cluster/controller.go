@@ -1,28 +1,23 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/e2e-framework/klient/decoder"
 	"sigs.k8s.io/e2e-framework/klient/k8s"
 
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
+	"github.com/fencecheck/fencecheck/conformance/undertest"
 	"github.com/fencecheck/fencecheck/contract"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
@@ -31,71 +26,24 @@ import (
 // manifests are deployed in each scenario namespace instead of ours, told
 // where everything is through FENCECHECK_* (docs/controller-contract.md).
 
-// UnderTestLabel marks the pods of a user's controller (added to its pod
-// template; its own labels and selector are left alone).
+// The names a user's controller is told (package undertest holds them,
+// with the directory's reading and checks; docs/controller-contract.md).
 const (
-	UnderTestLabel    = "fencecheck.io/under-test"
-	UnderTestSelector = UnderTestLabel + "=controller"
+	UnderTestLabel    = undertest.UnderTestLabel
+	UnderTestSelector = undertest.UnderTestSelector
+	EnvNamespace      = undertest.EnvNamespace
+	EnvLeaseName      = undertest.EnvLeaseName
+	EnvTermAnnotation = undertest.EnvTermAnnotation
+	EnvSinkURL        = undertest.EnvSinkURL
+	EnvPodName        = undertest.EnvPodName
+	EnvSinkTokenFile  = undertest.EnvSinkTokenFile
 )
-
-// Environment variables the suite gives a controller.
-const (
-	EnvNamespace      = "FENCECHECK_NAMESPACE"
-	EnvLeaseName      = "FENCECHECK_LEASE_NAME"
-	EnvTermAnnotation = "FENCECHECK_TERM_ANNOTATION"
-	EnvSinkURL        = "FENCECHECK_SINK_URL"
-	EnvPodName        = "FENCECHECK_POD_NAME"
-	// EnvSinkTokenFile names the file with the sink credential, when the
-	// sink authenticates (the controller sends it as a Bearer token).
-	EnvSinkTokenFile = "FENCECHECK_SINK_TOKEN_FILE"
-)
-
-// timingEnv maps the scenario's timing flags to their variables.
-var timingEnv = map[string]string{
-	"lease-duration": "FENCECHECK_LEASE_DURATION", "renew-deadline": "FENCECHECK_RENEW_DEADLINE",
-	"retry-period": "FENCECHECK_RETRY_PERIOD", "drain-timeout": "FENCECHECK_DRAIN_TIMEOUT",
-	"write-interval": "FENCECHECK_WRITE_INTERVAL",
-}
 
 // ControllerVars are the FENCECHECK_* values for a scenario namespace,
 // from the flags the scenario would give our fixture: only timing flags
 // are allowed (a scenario that needs a broken mode runs on our fixture).
 func ControllerVars(ns string, reconcilerArgs []string) (map[string]string, error) {
-	vars := map[string]string{EnvNamespace: ns, EnvLeaseName: leader.LeaseName, EnvTermAnnotation: leader.TermAnnotation, EnvSinkURL: WitnessURL}
-	for _, a := range reconcilerArgs {
-		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		env, known := timingEnv[name]
-		if !ok || !known {
-			return nil, fmt.Errorf("flag %s has no FENCECHECK_* equivalent: a scenario that needs the fixture's modes cannot run on a user's controller", a)
-		}
-		vars[env] = value // the last flag wins, as for the fixture
-	}
-	return vars, nil
-}
-
-var placeholder = regexp.MustCompile(`\$\{(FENCECHECK_[A-Z_]+)\}`)
-
-// substitute replaces ${FENCECHECK_*} placeholders; an unknown one is an
-// error naming the known ones (a typo must not deploy as an empty string).
-func substitute(file string, b []byte, vars map[string]string) ([]byte, error) {
-	var bad []string
-	out := placeholder.ReplaceAllFunc(b, func(m []byte) []byte {
-		name := string(placeholder.FindSubmatch(m)[1])
-		v, ok := vars[name]
-		if !ok {
-			bad = append(bad, name)
-		}
-		return []byte(v)
-	})
-	if len(bad) > 0 {
-		known := make([]string, 0, len(vars))
-		for k := range vars {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return nil, fmt.Errorf("%s: unknown placeholder ${%s} (known: %s; the pod name is $(%s) in args or env)", file, strings.Join(bad, "}, ${"), strings.Join(known, ", "), EnvPodName)
-	}
-	return out, nil
+	return undertest.Vars(ns, WitnessURL, reconcilerArgs)
 }
 
 // ControllerManifests decodes dir/*.yaml for namespace ns with the
@@ -105,60 +53,17 @@ func substitute(file string, b []byte, vars map[string]string) ([]byte, error) {
 // scenario brings its own); cluster-scoped RBAC is refused (scenarios run
 // side by side, each in its own namespace).
 func ControllerManifests(ctx context.Context, dir, ns string, vars map[string]string, replicas int32) ([]k8s.Object, *appsv1.Deployment, error) {
-	files, err := fs.Glob(os.DirFS(dir), "*.yaml")
-	if err != nil || len(files) == 0 {
-		return nil, nil, fmt.Errorf("CONTROLLER=%s: no *.yaml manifests there (a Deployment of the controller and its RBAC; see docs/controller-contract.md)", dir)
+	d, problems := undertest.Read(ctx, dir, ns, vars)
+	if err := undertest.Errors(problems); err != nil {
+		return nil, nil, fmt.Errorf("CONTROLLER=%s: %w", dir, err)
 	}
-	var objs []k8s.Object
-	var deps []*appsv1.Deployment
-	var errs []string
-	keep := func(_ context.Context, obj k8s.Object) error {
-		switch o := obj.(type) {
-		case *corev1.Namespace:
-			return nil
-		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
-			errs = append(errs, fmt.Sprintf("%T %s is cluster-scoped: each scenario runs in its own namespace, use a Role and a RoleBinding", obj, obj.GetName()))
-			return nil
-		case *appsv1.Deployment:
-			deps = append(deps, o)
-		case *rbacv1.RoleBinding:
-			for i := range o.Subjects {
-				if o.Subjects[i].Kind == rbacv1.ServiceAccountKind {
-					o.Subjects[i].Namespace = ns
-				}
-			}
-		}
-		objs = append(objs, obj)
-		return nil
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return nil, nil, err
-		}
-		if b, err = substitute(f, b, vars); err != nil {
-			return nil, nil, fmt.Errorf("CONTROLLER=%s: %w", dir, err)
-		}
-		if err := decoder.DecodeEach(ctx, bytes.NewReader(b), keep, decoder.MutateNamespace(ns)); err != nil {
-			return nil, nil, fmt.Errorf("CONTROLLER=%s: %s: %w", dir, f, err)
-		}
-	}
-	if len(deps) != 1 {
-		names := make([]string, len(deps))
-		for i, d := range deps {
-			names[i] = d.Name
-		}
-		errs = append(errs, fmt.Sprintf("want exactly one Deployment (the controller), found %d %v", len(deps), names))
-	}
-	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("CONTROLLER=%s: %s", dir, strings.Join(errs, "; "))
-	}
-	dep := deps[0]
+	objs := d.Objects
+	dep := d.Deployment
 	dep.Spec.Replicas = &replicas
 	if dep.Spec.Template.Labels == nil {
 		dep.Spec.Template.Labels = map[string]string{}
 	}
-	dep.Spec.Template.Labels[UnderTestLabel] = "controller"
+	dep.Spec.Template.Labels[UnderTestLabel] = undertest.UnderTestValue
 	spec := &dep.Spec.Template.Spec
 	for i := range spec.InitContainers {
 		injectEnv(&spec.InitContainers[i], vars)
@@ -247,7 +152,7 @@ const minUnstampedWrites = 5
 // error says what was seen instead of a bare timeout.
 func (d *deployment) waitControllerActive(ctx context.Context) error {
 	var seen string
-	err := driver.Poll(ctx, d.t.opt.DeployTimeout, "the controller under test to hold Lease "+leader.LeaseName+" and write to "+WitnessURL, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, d.t.opt.DeployTimeout, "the controller under test to hold Lease "+leader.LeaseName+" and write to "+WitnessURL, func(ctx context.Context) (bool, error) {
 		l, err := d.t.opt.Kube.CoordinationV1().Leases(d.ns).Get(ctx, leader.LeaseName, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			seen = d.otherLeases(ctx)
@@ -264,7 +169,7 @@ func (d *deployment) waitControllerActive(ctx context.Context) error {
 				giveUp = fmt.Errorf("%w; and Lease %s/%s (holder %s) carries no %s annotation: it keeps no term (docs/controller-contract.md, MUST 2)",
 					giveUp, d.ns, leader.LeaseName, holder, leader.TermAnnotation)
 			}
-			return false, driver.GiveUp(giveUp)
+			return false, wait.GiveUp(giveUp)
 		}
 		seen = why
 		return active, nil

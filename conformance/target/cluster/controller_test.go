@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/fencecheck/fencecheck/conformance/undertest"
 	"github.com/fencecheck/fencecheck/leader"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
@@ -30,6 +31,9 @@ func TestControllerVars(t *testing.T) {
 		if vars[k] != want {
 			t.Errorf("%s = %q, want %q", k, vars[k], want)
 		}
+	}
+	if WitnessURL != undertest.ExampleSinkURL {
+		t.Errorf("the doctor substitutes %s for the sink URL, the suite %s", undertest.ExampleSinkURL, WitnessURL)
 	}
 	if _, err := ControllerVars("ns1", []string{"--ignore-demotion"}); err == nil || !strings.Contains(err.Error(), "--ignore-demotion") {
 		t.Errorf("a broken mode must be refused, naming it: %v", err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"github.com/fencecheck/fencecheck/witness/record"
 
 	"bytes"
@@ -16,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -27,7 +27,7 @@ import (
 // this is the process dying under load. The node is reached with `docker
 // exec`: a kind node is the docker container of the node's name.
 func (d *deployment) CrashSink(ctx context.Context) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosSinkCrash}
+	w := history.ChaosWindow{}
 	pod, cs, err := d.sinkContainer(ctx)
 	if err != nil {
 		return w, err
@@ -46,13 +46,13 @@ func (d *deployment) CrashSink(ctx context.Context) (history.ChaosWindow, error)
 		return history.ChaosWindow{}, fmt.Errorf("crictl --timeout 30s stop --timeout 0 %s on %s: %w: %s", id, w.Node, err, bytes.TrimSpace(out))
 	}
 	d.t.log("%s: SIGKILL of sink container %s (pod %s, restarts %d) on %s", d.ns, id[:12], pod.Name, cs.RestartCount, w.Node)
-	err = driver.Poll(ctx, d.t.opt.DeployTimeout, "the sink container restarted, ready and answering", func(ctx context.Context) (bool, error) {
+	err = wait.Poll(ctx, d.t.opt.DeployTimeout, "the sink container restarted, ready and answering", func(ctx context.Context) (bool, error) {
 		p, now, err := d.sinkContainer(ctx)
 		switch {
 		case err != nil:
 			return false, err
 		case p.UID != pod.UID:
-			return false, driver.GiveUp(fmt.Errorf("the sink pod was replaced (%s -> %s): its volume may not be the same", pod.Name, p.Name))
+			return false, wait.GiveUp(fmt.Errorf("the sink pod was replaced (%s -> %s): its volume may not be the same", pod.Name, p.Name))
 		case now.RestartCount <= cs.RestartCount || !now.Ready:
 			return false, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -301,7 +302,7 @@ func (d *deployment) StopReconcilers(ctx context.Context) error {
 	if err := d.scaleToZero(ctx); err != nil {
 		return err
 	}
-	return driver.Poll(ctx, d.t.opt.DeployTimeout, "reconciler pods stopped", func(ctx context.Context) (bool, error) {
+	return wait.Poll(ctx, d.t.opt.DeployTimeout, "reconciler pods stopped", func(ctx context.Context) (bool, error) {
 		pods, err := d.t.opt.Kube.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: d.sel})
 		if err != nil {
 			return false, err

@@ -31,6 +31,7 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/contract"
 	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"github.com/fencecheck/fencecheck/leader"
 )
 
@@ -87,7 +88,7 @@ func TestHardenedDeployment(t *testing.T) {
 		req := kube.CoreV1().RESTClient().Verb(method).Namespace(ns).Resource("services").
 			Name(net.JoinSchemeNamePort("http", SinkService, SinkPort)).SubResource("proxy").Suffix(path)
 		if token != "" {
-			req = req.SetHeader(refsink.HeaderToken, token)
+			req = req.SetHeader(contract.HeaderToken, token)
 		}
 		for k, v := range hdr {
 			req = req.SetHeader(k, v)
@@ -117,7 +118,7 @@ func TestHardenedDeployment(t *testing.T) {
 	}
 
 	// The reconcilers write with the writer token, through the witness.
-	err = driver.Poll(ctx, 2*time.Minute, "a reconciler commit in the sink's history", func(context.Context) (bool, error) {
+	err = wait.Poll(ctx, 2*time.Minute, "a reconciler commit in the sink's history", func(context.Context) (bool, error) {
 		for _, a := range history() {
 			if a.Committed() {
 				return true, nil

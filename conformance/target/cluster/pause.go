@@ -13,7 +13,7 @@ import (
 // thaws at its deadline (recorded on the node before the freeze), and
 // returns the window the agent recorded.
 func (d *deployment) Pause(ctx context.Context, pod string, length time.Duration) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosPause, Pod: pod, Node: d.nodeOf(ctx, pod)}
+	w := history.ChaosWindow{Pod: pod, Node: d.nodeOf(ctx, pod)}
 	p, ok := d.t.opt.Exec.(chaos.Pauser)
 	if !ok {
 		return w, errors.New("pause: the " + d.t.opt.Exec.Name() + " executor cannot pause (Chaos Mesh has no pause, its issue #1924): use the built-in executor")

@@ -8,7 +8,6 @@ import (
 	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/contract"
-	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -31,7 +30,7 @@ func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, er
 // Witness reads the witness's history through the service proxy, on its
 // admin port (never the one the reconcilers write to).
 func (d *deployment) Witness(ctx context.Context) (*record.History, error) {
-	b, err := d.t.opt.Kube.CoreV1().Services(d.ns).ProxyGet("http", WitnessService, WitnessAdminPort, witness.PathHistory, nil).DoRaw(ctx)
+	b, err := d.t.opt.Kube.CoreV1().Services(d.ns).ProxyGet("http", WitnessService, WitnessAdminPort, record.PathHistory, nil).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("witness history via %s/%s:%s: %w", d.ns, WitnessService, WitnessAdminPort, err)
 	}

@@ -2,9 +2,9 @@ package local
 
 import (
 	"context"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"time"
 
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -18,12 +18,12 @@ func (d *deployment) Partition(ctx context.Context, pod string, length time.Dura
 	if err != nil {
 		return history.ChaosWindow{}, err
 	}
-	w := history.ChaosWindow{Kind: history.ChaosPartition, Pod: pod, Node: node, Injected: time.Now()}
+	w := history.ChaosWindow{Pod: pod, Node: node, Injected: time.Now()}
 	r.api.Cut()
 	if alsoSink {
 		r.sink.Cut()
 	}
-	err = driver.Hold(ctx, length)
+	err = wait.Hold(ctx, length)
 	r.api.Heal()
 	r.sink.Heal()
 	w.Recovered = time.Now()
@@ -37,7 +37,7 @@ func (d *deployment) DeletePod(ctx context.Context, pod string) (history.ChaosWi
 	if err != nil {
 		return history.ChaosWindow{}, err
 	}
-	w := history.ChaosWindow{Kind: history.ChaosPodDelete, Pod: pod, Node: node, Injected: time.Now()}
+	w := history.ChaosWindow{Pod: pod, Node: node, Injected: time.Now()}
 	err = r.stop(ctx, d.t.opt.StartTimeout)
 	w.Recovered = time.Now()
 	if err != nil {
@@ -51,7 +51,7 @@ func (d *deployment) DeletePod(ctx context.Context, pod string) (history.ChaosWi
 // rollout does with one surge and none unavailable: a new one ready, then
 // an old one stopped.
 func (d *deployment) RollingRestart(ctx context.Context, leader string) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosRollingRestart, Pod: leader, Node: node, Injected: time.Now()}
+	w := history.ChaosWindow{Pod: leader, Node: node, Injected: time.Now()}
 	old, err := d.Pods(ctx)
 	if err != nil {
 		return w, err

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"github.com/fencecheck/fencecheck/witness/record"
 
 	"bytes"
@@ -14,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -22,7 +22,7 @@ import (
 // and starts it again with the same flags: the same address and the same
 // data dir, as a container restart on its volume would.
 func (d *deployment) CrashSink(ctx context.Context) (history.ChaosWindow, error) {
-	w := history.ChaosWindow{Kind: history.ChaosSinkCrash, Pod: "sink", Node: node}
+	w := history.ChaosWindow{Pod: "sink", Node: node}
 	cmd := d.sinkCmd()
 	if cmd == nil {
 		return w, errors.New("no sink process to crash")
@@ -32,7 +32,7 @@ func (d *deployment) CrashSink(ctx context.Context) (history.ChaosWindow, error)
 		return history.ChaosWindow{}, fmt.Errorf("SIGKILL the sink: %w", err)
 	}
 	// Signal fails once Wait (startServer's goroutine) has reaped it.
-	if err := driver.Poll(ctx, d.t.opt.StartTimeout, "the killed sink reaped", func(context.Context) (bool, error) {
+	if err := wait.Poll(ctx, d.t.opt.StartTimeout, "the killed sink reaped", func(context.Context) (bool, error) {
 		return cmd.Process.Signal(syscall.Signal(0)) != nil, nil
 	}); err != nil {
 		return w, err
@@ -69,7 +69,7 @@ func (d *deployment) sinks() []*exec.Cmd {
 // WitnessAdmin POSTs req as JSON to the witness's admin listener.
 func (d *deployment) WitnessAdmin(ctx context.Context, path string, req, resp any) error {
 	if p, ok := req.(*record.ProbeRequest); ok && p.Authorization == "" {
-		p.Authorization = "Bearer " + d.tokens.Writers[0] // the sink refuses a probe without it
+		p.Authorization = "Bearer " + d.writerToken // the sink refuses a probe without it
 	}
 	b, err := json.Marshal(req)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fencecheck/fencecheck/conformance/fault"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,9 +30,7 @@ import (
 	"github.com/fencecheck/fencecheck/contract"
 	"github.com/fencecheck/fencecheck/contract/client"
 	"github.com/fencecheck/fencecheck/eventlog"
-	refsink "github.com/fencecheck/fencecheck/fixtures/sink"
 	"github.com/fencecheck/fencecheck/internal/kubetest"
-	"github.com/fencecheck/fencecheck/witness"
 	"github.com/fencecheck/fencecheck/witness/record"
 )
 
@@ -90,8 +90,9 @@ type deployment struct {
 	// witness, which forwards to the sink; witnessAdmin serves its history.
 	witnessAddr, witnessAdmin string
 	servers                   []*exec.Cmd // the sink and the witness
-	// tokens are the sink's credentials, in files for the processes.
-	tokens                          refsink.Tokens
+	// The sink's credentials (in files for the processes): the
+	// reconcilers' writer token, and the harness's admin token.
+	writerToken, adminToken         string
 	writerTokenFile, adminTokenFile string
 
 	mu    sync.Mutex
@@ -114,14 +115,14 @@ func (d *deployment) Deploy(ctx context.Context, spec driver.Spec) error {
 	// The sink authenticates here as on the cluster: the reconcilers get
 	// the writer token (through FENCECHECK_SINK_TOKEN_FILE), the harness
 	// alone the admin token that reads the history.
-	d.tokens = refsink.Tokens{Writers: []string{refsink.NewToken()}, Admin: refsink.NewToken()}
+	d.writerToken, d.adminToken = contract.NewToken(), contract.NewToken()
 	d.writerTokenFile, d.adminTokenFile = filepath.Join(d.dir, "writer-token"), filepath.Join(d.dir, "admin-token")
-	for path, tok := range map[string]string{d.writerTokenFile: d.tokens.Writers[0], d.adminTokenFile: d.tokens.Admin} {
+	for path, tok := range map[string]string{d.writerTokenFile: d.writerToken, d.adminTokenFile: d.adminToken} {
 		if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
-	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}, Token: d.tokens.Admin}
+	d.client = &client.Client{BaseURL: "http://" + d.sinkAddr, HTTP: &http.Client{Timeout: 5 * time.Second}, Token: d.adminToken}
 	sinkArgs := []string{"--addr", d.sinkAddr, "--data", filepath.Join(d.dir, "sink-data"), "--token-file", d.writerTokenFile, "--admin-token-file", d.adminTokenFile}
 	if err := d.startServer(ctx, "sink", d.t.opt.SinkBin, append(sinkArgs, spec.SinkArgs...),
 		func(ctx context.Context) (bool, error) { _, _, err := d.client.Floor(ctx); return err == nil, err }); err != nil {
@@ -155,7 +156,7 @@ func (d *deployment) startServer(ctx context.Context, name, bin string, args []s
 	}
 	d.servers = append(d.servers, cmd)
 	go func() { _ = cmd.Wait(); logf.Close() }()
-	if err := driver.Poll(ctx, d.t.opt.StartTimeout, "the "+name+" answering", up); err != nil {
+	if err := wait.Poll(ctx, d.t.opt.StartTimeout, "the "+name+" answering", up); err != nil {
 		return fmt.Errorf("%w (see %s)", err, logPath)
 	}
 	return nil
@@ -303,7 +304,7 @@ func (s sink) Records(ctx context.Context, keys []string) ([]contract.Record, er
 
 // Witness reads the witness's history from its admin listener.
 func (d *deployment) Witness(ctx context.Context) (*record.History, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.witnessAdmin+witness.PathHistory, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.witnessAdmin+record.PathHistory, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -321,3 +322,9 @@ func (d *deployment) Witness(ctx context.Context) (*record.History, error) {
 	}
 	return &h, nil
 }
+
+// Lacks: the local target can do everything a fault needs.
+func (t *Target) Lacks(fault.Capability) string { return "" }
+
+// UnderTest: the local target runs our fixture's binaries, as its name says.
+func (d *deployment) UnderTest(context.Context) *history.UnderTest { return nil }

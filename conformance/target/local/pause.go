@@ -3,10 +3,10 @@ package local
 import (
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"syscall"
 	"time"
 
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 )
 
@@ -21,11 +21,11 @@ func (d *deployment) Pause(ctx context.Context, pod string, length time.Duration
 	if err != nil {
 		return history.ChaosWindow{}, err
 	}
-	w := history.ChaosWindow{Kind: history.ChaosPause, Pod: pod, Node: node, Injected: time.Now()}
+	w := history.ChaosWindow{Pod: pod, Node: node, Injected: time.Now()}
 	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return history.ChaosWindow{}, fmt.Errorf("pause %s: %w", pod, err)
 	}
-	err = driver.Hold(ctx, length)
+	err = wait.Hold(ctx, length)
 	if cerr := r.cmd.Process.Signal(syscall.SIGCONT); cerr != nil && err == nil {
 		err = fmt.Errorf("resume %s: %w", pod, cerr)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/wait"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/collect"
-	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/eventlog"
 	"github.com/fencecheck/fencecheck/internal/cutproxy"
 	"github.com/fencecheck/fencecheck/internal/kubetest"
@@ -58,7 +58,7 @@ func (r *proc) stop(ctx context.Context, timeout time.Duration) error {
 		return nil
 	}
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	return driver.Poll(ctx, timeout, r.pod+" exited after SIGTERM", func(context.Context) (bool, error) { return r.exited(), nil })
+	return wait.Poll(ctx, timeout, r.pod+" exited after SIGTERM", func(context.Context) (bool, error) { return r.exited(), nil })
 }
 
 func (r *proc) kill() {
@@ -131,9 +131,9 @@ func (d *deployment) startReconciler(pod string) (*proc, error) {
 
 // ready waits until the process answers /readyz, as a readiness probe would.
 func (r *proc) ready(ctx context.Context, timeout time.Duration) error {
-	return driver.Poll(ctx, timeout, r.pod+" ready", func(ctx context.Context) (bool, error) {
+	return wait.Poll(ctx, timeout, r.pod+" ready", func(ctx context.Context) (bool, error) {
 		if r.exited() {
-			return false, driver.GiveUp(fmt.Errorf("%s exited: %v (see %s.stderr)", r.pod, r.cmd.ProcessState, r.pod))
+			return false, wait.GiveUp(fmt.Errorf("%s exited: %v (see %s.stderr)", r.pod, r.cmd.ProcessState, r.pod))
 		}
 		return httpOK(ctx, "http://"+r.addr+"/readyz")
 	})
