@@ -154,6 +154,28 @@ raise_inotify_limits() {
 	done
 }
 
+# keep_cluster_addresses_inside: a packet from the kind network to a
+# Service or pod address that no node rule took (a ClusterIP in the moment
+# kube-proxy swaps its rules as endpoints appear, a deleted pod's address)
+# leaves by the host's default route. Here that route's gateway answers any
+# TCP connection on port 8080 with an empty 404 (server: keryx), so a
+# client's kept-alive connection got that 404 for minutes and a scenario
+# never left steady (docs/kind.md, "Cluster addresses stay inside"). The
+# host rejects such packets at once instead (DOCKER-USER: docker's chain
+# for the user's rules), so the client's next attempt dials again.
+keep_cluster_addresses_inside() {
+	local br cidr cidrs
+	br="br-$(docker network inspect kind -f '{{.Id}}' | cut -c1-12)"
+	cidrs=$(docker exec "$(control_plane_container)" sed -n 's/^ *\(podSubnet\|serviceSubnet\): *//p' /kind/kubeadm.conf | sort -u)
+	[ -n "$cidrs" ] || die "no podSubnet/serviceSubnet in the control plane's /kind/kubeadm.conf"
+	for cidr in $cidrs; do
+		[[ "$cidr" == *:* ]] && continue # IPv4 here; the cluster is single-stack
+		local rule=(DOCKER-USER -i "$br" ! -o "$br" -d "$cidr" -j REJECT --reject-with icmp-net-unreachable)
+		iptables -C "${rule[@]}" 2>/dev/null || iptables -I "${rule[@]}"
+	done
+	log "packets from $br to $(tr '\n' ' ' <<<"$cidrs")rejected at the host, never sent to its default gateway"
+}
+
 main() {
 	step "docker" ensure_docker
 	raise_inotify_limits
@@ -176,6 +198,7 @@ main() {
 		ensure_kind_cli
 		create_cluster "$image"
 	fi
+	keep_cluster_addresses_inside
 	write_kubeconfig
 	node_kubectl get nodes -o wide >&2
 	log "cluster $KIND_CLUSTER_NAME is up"

@@ -62,12 +62,29 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr m
 	if err != nil {
 		return Reply{}, err
 	}
-	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	resp.Body.Close()
 	if err != nil {
 		return Reply{Status: resp.StatusCode}, fmt.Errorf("%s %s: reading body: %w", method, path, err)
 	}
+	if resp.StatusCode >= 400 && !hasResult(b) {
+		// A refusal without a contract result is not the sink's: something
+		// else holds the address on this connection (on kind, a Service's
+		// address leaked to the host's gateway, which answered an empty 404
+		// on every request of one kept-alive connection for minutes).
+		// Dropping the idle connections makes the caller's retry dial again.
+		c.httpClient().CloseIdleConnections()
+	}
 	return Reply{Status: resp.StatusCode, Body: b, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}, nil
+}
+
+// hasResult: b is a JSON object with a non-empty "result", the contract's
+// answer to a write or a fence.
+func hasResult(b []byte) bool {
+	var v struct {
+		Result string `json:"result"`
+	}
+	return json.Unmarshal(b, &v) == nil && v.Result != ""
 }
 
 // retryAfter reads a Retry-After of delay-seconds; an HTTP date or

@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/fencecheck/fencecheck/contract"
@@ -60,5 +62,37 @@ func TestClientSendsContractHeaders(t *testing.T) {
 	}
 	if _, err := c.History(ctx); err == nil {
 		t.Error("history on a sink without /v1/history: want an error")
+	}
+}
+
+// An empty 404 is not the sink's answer: the retry must not go back on
+// the connection that brought it (on kind that connection answered 404
+// for minutes), so the next request dials again and reaches the sink.
+func TestAnswerWithoutResultDropsTheConnection(t *testing.T) {
+	var mu sync.Mutex
+	first := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if first == "" {
+			first = r.RemoteAddr
+		}
+		foreign := r.RemoteAddr == first
+		mu.Unlock()
+		if foreign {
+			w.WriteHeader(http.StatusNotFound) // empty, kept alive
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"result":"OK","epoch":"1"}`)
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL, HTTP: srv.Client()}
+	_, rep, err := c.Fence(context.Background(), 1)
+	if err != nil || rep.Status != http.StatusNotFound {
+		t.Fatalf("first answer: status %d, err %v; want the empty 404", rep.Status, err)
+	}
+	fr, rep, err := c.Fence(context.Background(), 1)
+	if err != nil || rep.Status != http.StatusOK || fr.Result != "OK" {
+		t.Fatalf("retry: status %d result %q err %v: it went back on the connection that answered 404", rep.Status, fr.Result, err)
 	}
 }
