@@ -50,7 +50,11 @@ CLUSTER_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build.*cluster' . |
 cluster-test: kind-up images
 	$(GO) test -count=1 -tags cluster -timeout 40m $(CLUSTER_PKGS)
 
-## conformance: the main job: the suite on a kind cluster it brings up itself (a cluster up before the run stays up), reports in reports/<run-id>/.
+## conformance: the main job: the suite on a kind cluster it brings up itself (a cluster up before the run stays up), reports in reports/<run-id>/; TARGET=local: no cluster (fencecheck run --target local).
+# TARGET=local runs the same scenarios, checks and reports with local
+# processes against etcd + kube-apiserver only (built alone first:
+# scripts/k8s-bins.sh --apiserver-only); CONFORMANCE_ARGS are then
+# `fencecheck run` flags (--scenarios REGEX, --seed N; fencecheck run --help).
 # CONTROLLER=DIR tests the controller whose manifests are in DIR instead of our
 # fixture (docs/controller-contract.md), after `fencecheck controller-check DIR`;
 # CONTROLLER_IMAGE=./PKG builds and loads its image (set for the repository's
@@ -58,8 +62,16 @@ cluster-test: kind-up images
 # the kind cluster that kubeconfig names, or pushed with --image-repo, or refused).
 CONTROLLER ?=
 CONTROLLER_IMAGE ?= $(or $(if $(findstring examples/crcontroller,$(CONTROLLER)),./examples/crcontroller),$(if $(findstring examples/nodecontroller,$(CONTROLLER)),./examples/nodecontroller))
+TARGET ?= kind
 conformance:
+ifeq ($(TARGET),local)
+	FENCECHECK_KUBE_BIN_DIR=$$(bash scripts/k8s-bins.sh --apiserver-only) && export FENCECHECK_KUBE_BIN_DIR && \
+		$(GO) run ./cmd/fencecheck run --target local $(CONFORMANCE_ARGS)
+else ifeq ($(TARGET),kind)
 	bash scripts/conformance.sh $(if $(CONTROLLER),--controller $(CONTROLLER)) $(if $(CONTROLLER_IMAGE),--controller-image $(CONTROLLER_IMAGE)) $(CONFORMANCE_ARGS)
+else
+	@echo "make conformance: unknown TARGET=$(TARGET): kind (the default) or local" >&2; exit 2
+endif
 
 ## kind-up: bring the kind cluster up (the node image built offline, cached).
 kind-up:

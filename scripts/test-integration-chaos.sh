@@ -27,7 +27,7 @@ if ! command -v ip >/dev/null; then
 fi
 if [ -z "${FENCECHECK_KUBE_BIN_DIR:-}" ]; then
 	echo "test-integration-chaos.sh: locating kube-apiserver and etcd (scripts/k8s-bins.sh)..." >&2
-	FENCECHECK_KUBE_BIN_DIR="$(bash scripts/k8s-bins.sh)"
+	FENCECHECK_KUBE_BIN_DIR="$(bash scripts/k8s-bins.sh --apiserver-only)"
 fi
 export FENCECHECK_KUBE_BIN_DIR
 exec go test -tags integration -count=1 -timeout 10m -v ./chaos/...

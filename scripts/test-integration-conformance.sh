@@ -4,7 +4,7 @@
 # on loopback (conformance/local). Binaries come from scripts/k8s-bins.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${FENCECHECK_KUBE_BIN_DIR:=$(bash scripts/k8s-bins.sh)}"
+: "${FENCECHECK_KUBE_BIN_DIR:=$(bash scripts/k8s-bins.sh --apiserver-only)}"
 export FENCECHECK_KUBE_BIN_DIR
 # The local target runs one scenario per kind of fault and a control of each
 # kind of evidence here, to keep `make test` inside CI's budget; every

@@ -13,7 +13,7 @@ case "${1:-}" in
 esac
 if [ -z "${FENCECHECK_KUBE_BIN_DIR:-}" ]; then
 	echo "test-integration-reconciler.sh: locating kube-apiserver and etcd (scripts/k8s-bins.sh)..." >&2
-	FENCECHECK_KUBE_BIN_DIR="$(bash scripts/k8s-bins.sh)"
+	FENCECHECK_KUBE_BIN_DIR="$(bash scripts/k8s-bins.sh --apiserver-only)"
 fi
 export FENCECHECK_KUBE_BIN_DIR
 echo "test-integration-reconciler.sh: binaries in $FENCECHECK_KUBE_BIN_DIR" >&2

@@ -53,7 +53,7 @@ func BinDir() (string, error) {
 		}
 	}
 	if len(found) == 0 {
-		return "", fmt.Errorf("%s is not set and %s/k8s-bins holds no complete build: run `export %s=$(bash scripts/k8s-bins.sh)` (builds or reuses etcd and kube-apiserver)", EnvBinDir, cache, EnvBinDir)
+		return "", fmt.Errorf("%s is not set and %s/k8s-bins holds no complete build: run `export %s=$(bash scripts/k8s-bins.sh --apiserver-only)` (builds or reuses etcd and kube-apiserver)", EnvBinDir, cache, EnvBinDir)
 	}
 	sort.Slice(found, func(i, j int) bool { return mtime(found[i]).After(mtime(found[j])) })
 	return filepath.Dir(found[0]), nil
@@ -134,7 +134,7 @@ func StartE(opts Options) (s *Server, err error) {
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if !isFile(filepath.Join(bin, b)) {
-			return nil, fmt.Errorf("%s=%s has no %s binary: run `bash scripts/k8s-bins.sh`", EnvBinDir, bin, b)
+			return nil, fmt.Errorf("%s=%s has no %s binary: run `bash scripts/k8s-bins.sh --apiserver-only`", EnvBinDir, bin, b)
 		}
 	}
 	dir, err := os.MkdirTemp("", "kubetest-")
