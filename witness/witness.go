@@ -208,11 +208,15 @@ func (wt *Witness) forward(w http.ResponseWriter, r *http.Request, tap *bodyTap)
 
 // roundTrip sends out upstream. An answer without the sink's
 // Sink-Instance-Id is not the sink's: something else holds the Service's
-// address on that connection (seen on kind: an empty 404 on every request
-// of a kept-alive connection for minutes). foreign is then the peer that
-// answered, kept in the record so a report can name it, and the connection
-// is closed once the answer is read, so the next request dials the Service
-// again. The answer itself still passes back unchanged.
+// address on that connection (seen on kind: the host's gateway answering
+// an empty 404 on every request of a kept-alive connection for minutes,
+// docs/kind.md). foreign is then the peer that answered, kept in the
+// record so a report can name it, and once the answer is read the
+// transport's idle connections are dropped, so the next request dials the
+// Service again. (Closing that connection under the transport instead let
+// the next request pick it from the pool before the transport saw it close:
+// a request never sent, recorded as info.) The answer itself still passes
+// back unchanged.
 func (wt *Witness) roundTrip(out *http.Request) (resp *http.Response, foreign string, err error) {
 	var conn net.Conn
 	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
@@ -222,19 +226,22 @@ func (wt *Witness) roundTrip(out *http.Request) (resp *http.Response, foreign st
 	if err != nil || resp.Header.Get(contract.HeaderInstanceID) != "" || conn == nil {
 		return resp, "", err
 	}
-	resp.Body = closeConnAfter{resp.Body, conn}
+	resp.Body = dropIdleAfter{resp.Body, wt.rt}
 	return resp, conn.RemoteAddr().String(), nil
 }
 
-// closeConnAfter closes the connection an answer came on with its body.
-type closeConnAfter struct {
+// dropIdleAfter closes the transport's idle connections, the one the
+// answer came on among them, once the answer's body is closed.
+type dropIdleAfter struct {
 	io.ReadCloser
-	conn net.Conn
+	rt http.RoundTripper
 }
 
-func (c closeConnAfter) Close() error {
-	err := c.ReadCloser.Close()
-	c.conn.Close()
+func (d dropIdleAfter) Close() error {
+	err := d.ReadCloser.Close()
+	if c, ok := d.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 	return err
 }
 
