@@ -12,8 +12,8 @@
 # With K8S_BINS_ACTIONGRAPH=FILE the build also writes go's action graph
 # there (bench/node-build.sh reads it with cmd/buildprofile).
 #
-#   --apiserver-only  build only etcd and kube-apiserver (what the local
-#                     target and the integration tests run), into
+#   --apiserver-only  build only etcd, etcdctl and kube-apiserver (what the
+#                     local target and the integration tests run), into
 #                     <dir>-apiserver, or reuse the full build if it is
 #                     there. Its compiled packages stay in go's build cache,
 #                     so the full build after it compiles them once.
@@ -52,9 +52,9 @@ if [ -n "${ONLY_APISERVER:-}" ]; then
 		exit 0
 	fi
 	KUBE_CMDS=(kube-apiserver)
-	OTHER_PKGS=(go.etcd.io/etcd/server/v3)
-	BINS=(kube-apiserver etcd)
-	WHAT="kube-apiserver $K8S_VERSION and etcd, alone"
+	OTHER_PKGS=(go.etcd.io/etcd/server/v3 go.etcd.io/etcd/etcdctl/v3)
+	BINS=(kube-apiserver etcd etcdctl)
+	WHAT="kube-apiserver $K8S_VERSION, etcd and etcdctl, alone"
 	out="$out-apiserver"
 fi
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -149,15 +150,14 @@ func (lr localRun) run(ctx context.Context, o runOptions) int {
 		reports = filepath.Join("reports", o.runID)
 	}
 	lr.logf("%d scenarios on the local target, one at a time; reports in %s", len(o.defs), reports)
-	done := 0
+	var done atomic.Int32 // Judged may be called from several goroutines
 	run, err := localrun.Run(ctx, localrun.Options{Defs: o.defs, BinDir: o.binDir, KubeBinDir: o.kubeBins, Work: work, Logf: lr.logf,
 		Suite: driver.Options{
 			Config: driver.Config{Timing: scenario.DefaultTiming(), Seed: o.seed, RunID: o.runID, Takeovers: o.takeovers, WaitTimeout: o.timeout, Logf: lr.logf},
 			Meta:   history.Meta{RunID: o.runID, Seed: o.seed, Flags: o.flags},
 			Judged: func(h *history.Scenario, rs []check.Result, err error) {
-				done++
 				c := report.Count(rs)
-				lr.logf("[%d/%d] %s: %d of %d as expected", done, len(o.defs), h.Name, c.OK, c.Total)
+				lr.logf("[%d/%d] %s: %d of %d as expected", done.Add(1), len(o.defs), h.Name, c.OK, c.Total)
 			},
 			Reports: reports,
 		}})
