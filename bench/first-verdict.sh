@@ -25,8 +25,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 
 echo "MACHINE $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
 bash "$FENCECHECK_ROOT/bench/calibrate.sh"

@@ -29,8 +29,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 
 if [ "$COLD" = 1 ]; then
 	# From nothing: empty FENCECHECK_CACHE, Go build cache and module cache

@@ -124,3 +124,8 @@ hash_str() {
 		if [ -e "$a" ]; then hash_inputs "$a"; else printf '%s' "$a" | sha256sum; fi
 	done | sha256sum | cut -c1-12
 }
+
+# now; secs A B: the bench scripts' clock: the time in seconds, and B - A
+# to a tenth of a second.
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
