@@ -26,8 +26,8 @@ import (
 	"github.com/fencecheck/fencecheck/internal/kubetest"
 )
 
-// Bins are the commands the local target runs as processes.
-var Bins = []string{"sink", "witness", "reconciler"}
+// commands are what the local target runs as processes.
+var commands = []string{"sink", "witness", "reconciler"}
 
 // Options are one local run.
 type Options struct {
@@ -38,7 +38,7 @@ type Options struct {
 	// Suite is what RunSuite gets (Config, Meta, Judged, Reports); its
 	// Parallel is left as given.
 	Suite driver.Options
-	// BinDir holds Bins already built; "" builds them from this module.
+	// BinDir holds the commands already built; "" builds them from this module.
 	BinDir string
 	// KubeBinDir holds etcd and kube-apiserver ("" : kubetest.BinDir()).
 	KubeBinDir string
@@ -58,12 +58,12 @@ func Run(ctx context.Context, o Options) (*history.Run, error) {
 	bins := o.BinDir
 	if bins == "" {
 		bins = filepath.Join(o.Work, "bin")
-		logf("building %s (go build) ...", strings.Join(Bins, ", "))
-		if err := Build(ctx, bins); err != nil {
+		logf("building %s (go build) ...", strings.Join(commands, ", "))
+		if err := build(ctx, bins); err != nil {
 			return nil, err
 		}
 	}
-	for _, b := range Bins {
+	for _, b := range commands {
 		if fi, err := os.Stat(filepath.Join(bins, b)); err != nil || fi.IsDir() {
 			return nil, fmt.Errorf("%s has no %s binary", bins, b)
 		}
@@ -86,15 +86,15 @@ func Run(ctx context.Context, o Options) (*history.Run, error) {
 	return driver.RunSuite(ctx, target, o.Defs, opts)
 }
 
-// Build builds Bins from this module into dir, in one go build (shared
+// build builds the commands from this module into dir, in one go build (shared
 // packages compile once).
-func Build(ctx context.Context, dir string) error {
-	root, err := ModuleRoot()
+func build(ctx context.Context, dir string) error {
+	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, b := range Bins {
+	for _, b := range commands {
 		args = append(args, "./cmd/"+b)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -105,9 +105,9 @@ func Build(ctx context.Context, dir string) error {
 	return nil
 }
 
-// ModuleRoot is the directory of this module's go.mod, from the working
+// moduleRoot is the directory of this module's go.mod, from the working
 // directory up.
-func ModuleRoot() (string, error) {
+func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
