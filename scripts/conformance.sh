@@ -178,6 +178,10 @@ finish() {
 		fi
 	fi
 	[ -f "$REPORTS/summary.md" ] && head -n 3 "$REPORTS/summary.md" >&2
+	if [ "$rc" != 0 ] && [ -s "$REPORTS/recheck.txt" ]; then
+		log "not as expected (from $REPORTS/recheck.txt):"
+		unexpected_results "$REPORTS/recheck.txt" >&2
+	fi
 	log "reports: $REPORTS (index.html, summary.md, junit.xml); exit $rc"
 	exit "$rc"
 }

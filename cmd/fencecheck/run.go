@@ -75,7 +75,7 @@ start (a missing binary, no apiserver).`)
 		fmt.Fprintf(stderr, "run: --scenarios: %v\n", err)
 		return exitUsage
 	}
-	defs := selectDefs(sel)
+	defs := scenario.Matching(sel)
 	if len(defs) == 0 {
 		fmt.Fprintf(stderr, "run: no scenario matches --scenarios=%q (fencecheck run --target local --list lists them)\n", *scenarios)
 		return exitUsage
@@ -104,17 +104,6 @@ start (a missing binary, no apiserver).`)
 	code := lr.run(ctx, runOptions{defs: defs, reports: *reports, runID: *runID, seed: *seed, takeovers: *takeovers,
 		binDir: *binDir, kubeBins: *kubeBins, timeout: *timeout, flags: append([]string{"run"}, args...)})
 	return code
-}
-
-// selectDefs are the scenarios sel matches, in the suite's order.
-func selectDefs(sel *regexp.Regexp) []scenario.Def {
-	var out []scenario.Def
-	for _, d := range scenario.All() {
-		if sel.MatchString(d.Name) {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 type runOptions struct {

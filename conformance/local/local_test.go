@@ -34,14 +34,7 @@ func TestLocalScenarios(t *testing.T) {
 	}
 	runID := "local-" + time.Now().UTC().Format("20060102-150405")
 	sel := regexp.MustCompile(os.Getenv("FENCECHECK_LOCAL_SCENARIOS"))
-	var defs []scenario.Def
-	for _, d := range scenario.All() {
-		if !sel.MatchString(d.Name) {
-			t.Logf("%s: not selected by FENCECHECK_LOCAL_SCENARIOS=%q", d.Name, sel)
-			continue
-		}
-		defs = append(defs, d)
-	}
+	defs := scenario.Matching(sel)
 	if len(defs) == 0 {
 		t.Fatalf("no scenario matches FENCECHECK_LOCAL_SCENARIOS=%q", sel)
 	}

@@ -6,6 +6,7 @@ package scenario
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/fencecheck/fencecheck/conformance/check"
@@ -169,6 +170,17 @@ func All() []Def {
 		all = append(all, list()...)
 	}
 	return all
+}
+
+// Matching is every scenario whose name sel matches, in run order.
+func Matching(sel *regexp.Regexp) []Def {
+	var out []Def
+	for _, d := range All() {
+		if sel.MatchString(d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // core is the partition, shutdown and repeated-takeover scenarios and

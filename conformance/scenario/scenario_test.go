@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,19 @@ func TestSinkModesExist(t *testing.T) {
 		if _, err := broken.Lookup(string(d.Sink.Broken)); err != nil {
 			t.Errorf("%s: %v", d.Name, err)
 		}
+	}
+}
+
+func TestMatchingKeepsRunOrder(t *testing.T) {
+	all := All()
+	if got := Matching(regexp.MustCompile("")); len(got) != len(all) {
+		t.Fatalf("the empty pattern matched %d of %d scenarios", len(got), len(all))
+	}
+	got := Matching(regexp.MustCompile("^(" + all[2].Name + "|" + all[0].Name + ")$"))
+	if len(got) != 2 || got[0].Name != all[0].Name || got[1].Name != all[2].Name {
+		t.Fatalf("Matching gave %v, want %s then %s", got, all[0].Name, all[2].Name)
+	}
+	if got := Matching(regexp.MustCompile("^no-such-scenario$")); len(got) != 0 {
+		t.Fatalf("an unmatched pattern gave %d scenarios", len(got))
 	}
 }

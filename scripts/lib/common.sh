@@ -129,3 +129,12 @@ hash_str() {
 # to a tenth of a second.
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+
+# unexpected_results RECHECK: the results of `fencecheck check` output
+# (recheck.txt) that were not as expected, with their evidence, at most 40
+# lines of at most 400 characters: what a CI log's tail must show when a
+# run is red.
+unexpected_results() {
+	[ -s "$1" ] || return 0
+	awk '/^FAIL / { show = 1; print; next } /^       / { if (show) print; next } { show = 0 }' "$1" | cut -c1-400 | head -n 40
+}
