@@ -152,3 +152,36 @@ func TestMatchingKeepsRunOrder(t *testing.T) {
 		t.Fatalf("an unmatched pattern gave %d scenarios", len(got))
 	}
 }
+
+// A slow-clock leader must still act after the latest takeover a correct
+// follower may make, or its scenario shows nothing: stale-leader-acted
+// (must-pass) is INCONCLUSIVE and its unfenced-sink control escapes. The
+// fault lands up to one retry period after the leader's last renew; the
+// successor is granted at most FailoverBound (less the first write) after
+// that; the leader gives up a stretched renew deadline after its last
+// renew. It must also stop, with a retry to notice, within drain_timeout
+// of the earliest grant (a lease duration after its last renew), or
+// old-leader-steps-down fails it for obeying its own slow clock.
+func TestSlowClockLeaderOutlastsEveryCorrectTakeover(t *testing.T) {
+	tm := DefaultTiming()
+	n := 0
+	for _, d := range All() {
+		if d.Reconciler.ClockRate == 0 || d.Reconciler.ClockRate == 1 {
+			continue
+		}
+		n++
+		c := tm.Config(d)
+		givesUp := time.Duration(float64(tm.RenewDeadline) / d.Reconciler.ClockRate)
+		latestGrant := tm.RetryPeriod + check.FailoverBound(c, false, 0) - c.WriteInterval.D()
+		if window := givesUp - latestGrant; window < 2*time.Second {
+			t.Errorf("%s: the leader gives up %v after its last renew, the latest correct grant is %v after it: a stale window of %v, want at least 2s",
+				d.Name, givesUp, latestGrant, window)
+		}
+		if after := givesUp + tm.RetryPeriod - tm.LeaseDuration; after > tm.DrainTimeout-3*time.Second {
+			t.Errorf("%s: the leader may act %v after the earliest grant, want drain_timeout %v less 3s for its drain", d.Name, after, tm.DrainTimeout)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no slow-clock scenario")
+	}
+}

@@ -136,5 +136,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 # run is red.
 unexpected_results() {
 	[ -s "$1" ] || return 0
-	awk '/^FAIL / { show = 1; print; next } /^       / { if (show) print; next } { show = 0 }' "$1" | cut -c1-400 | head -n 40
+	# One awk, no head: under pipefail a head that stops reading would fail
+	# the pipeline, and with it a caller's exit trap.
+	awk '/^FAIL / { show = 1 } /^FAIL / || (show && /^       /) { if (++n <= 40) print substr($0, 1, 400); next } { show = 0 }' "$1"
 }

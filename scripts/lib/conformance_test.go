@@ -34,6 +34,20 @@ func TestClusterDisposal(t *testing.T) {
 	}
 }
 
+// conformance.sh's exit trap asks cluster_disposal after a failed run,
+// under set -e: a bare return there returns the failure that fired the
+// trap, and the trap died before keeping, deleting or reporting anything.
+func TestClusterDisposalInAFailedRunsExitTrap(t *testing.T) {
+	out, err := run(t, `source kind.sh
+set -euo pipefail
+finish() { local d; d=$(cluster_disposal reused never 1); echo "disposal: $d"; }
+trap finish EXIT
+false`, 20*time.Second)
+	if want := "disposal: keep: it existed before this run (kind-up reused it)"; !strings.Contains(out, want) {
+		t.Fatalf("the exit trap printed %q (err %v), want %q", out, err, want)
+	}
+}
+
 // conformance runs scripts/conformance.sh with args and a cache of its
 // own, and reports its output and whether it made a reports directory.
 func conformance(t *testing.T, env []string, args ...string) (out string, code int, reports bool) {

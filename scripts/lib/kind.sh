@@ -47,8 +47,8 @@ cluster_disposal() {
 	local outcome=$1 keep=$2 rc=$3
 	case "$outcome" in
 	created) ;;
-	reused | recreated) echo "keep: it existed before this run (kind-up $outcome it)"; return ;;
-	*) echo "keep: this run did not create it"; return ;;
+	reused | recreated) echo "keep: it existed before this run (kind-up $outcome it)"; return 0 ;;
+	*) echo "keep: this run did not create it"; return 0 ;;
 	esac
 	if [ "$keep" = never ] || { [ "$keep" = on-failure ] && [ "$rc" = 0 ]; }; then
 		echo delete
