@@ -18,13 +18,14 @@ help:
 	  /^[A-Za-z0-9_-]+:([^=]|$$)/ { t = substr($$0, 1, index($$0, ":") - 1); if (!(t in seen)) { seen[t] = 1; order[++n] = t } } \
 	  END { bad = 0; for (i = 1; i <= n; i++) { t = order[i]; if (t in doc) printf "  %-16s %s\n", t, doc[t]; else { printf "  %-16s (no ## help line in the Makefile)\n", t; bad = 1 } } exit bad }' $(firstword $(MAKEFILE_LIST))
 
-## test: unit tests, host integration tests, then the cluster proof tests (creates and deletes a kind cluster; about 18 minutes).
+## test: unit tests, host integration tests, then the cluster proof tests (creates and deletes a kind cluster), then the 20 slowest tests (reports/test-times).
 test: unit integration cluster-test
+	@bash bench/slowest-tests.sh 20 || echo "bench/slowest-tests.sh: no test times (make test still passed)"
 
 ## unit: formatting, vet under every build tag, then the tests of pure logic, Go and the Node.js example's (no cluster, no root).
 unit: fmt vet
 	@$(MAKE) -s help >/dev/null
-	$(GO) test -count=1 ./...
+	bash scripts/go-test.sh unit -count=1 ./...
 	cd scripts/nodeimage && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd examples/nodecontroller && node --test test/
 
@@ -48,7 +49,7 @@ integration:
 # Packages with cluster-tagged tests, found rather than listed so a new one is not forgotten.
 CLUSTER_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build.*cluster' . | xargs -n1 dirname | sort -u)
 cluster-test: kind-up images
-	$(GO) test -count=1 -tags cluster -timeout 40m $(CLUSTER_PKGS)
+	bash scripts/go-test.sh cluster -count=1 -tags cluster -timeout 40m $(CLUSTER_PKGS)
 
 ## conformance: the main job: the suite on a kind cluster it brings up itself (a cluster up before the run stays up), reports in reports/<run-id>/; TARGET=local: no cluster (fencecheck run --target local).
 # TARGET=local runs the same scenarios, checks and reports with local

@@ -30,4 +30,6 @@ if [ -z "${FENCECHECK_KUBE_BIN_DIR:-}" ]; then
 	FENCECHECK_KUBE_BIN_DIR="$(bash scripts/k8s-bins.sh --apiserver-only)"
 fi
 export FENCECHECK_KUBE_BIN_DIR
-exec go test -tags integration -count=1 -timeout 10m -v ./chaos/...
+# Only the integration-tagged tests: make unit ran the rest.
+exec bash scripts/go-test.sh integration-chaos -tags integration -count=1 -timeout 10m -v \
+	-run "$(bash -c 'source scripts/lib/common.sh && integration_run chaos')" ./chaos/...

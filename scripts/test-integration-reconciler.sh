@@ -17,4 +17,6 @@ if [ -z "${FENCECHECK_KUBE_BIN_DIR:-}" ]; then
 fi
 export FENCECHECK_KUBE_BIN_DIR
 echo "test-integration-reconciler.sh: binaries in $FENCECHECK_KUBE_BIN_DIR" >&2
-exec go test -tags integration -count=1 -timeout 15m ./fixtures/reconciler/... ./internal/kubetest/...
+# Only the integration-tagged tests: make unit ran the rest.
+exec bash scripts/go-test.sh integration-reconciler -tags integration -count=1 -timeout 15m \
+	-run "$(bash -c 'source scripts/lib/common.sh && integration_run fixtures/reconciler internal/kubetest')" ./fixtures/reconciler/... ./internal/kubetest/...

@@ -136,8 +136,10 @@ esac
 # stops the server too.
 [ "${FENCECHECK_PG_KEEP:-}" = 1 ] || trap stop_pg EXIT
 step "PostgreSQL" start_pg
+# Only the integration-tagged tests: make unit ran the rest.
 step "go test -tags integration (sink, certify)" \
-	env -u FENCECHECK_CALIBRATE go test -tags integration -count=1 ./fixtures/sink/... ./certify/...
+	env -u FENCECHECK_CALIBRATE bash scripts/go-test.sh integration-sink -tags integration -count=1 \
+	-run "$(integration_run fixtures/sink certify)" ./fixtures/sink/... ./certify/...
 if [ -n "${FENCECHECK_CALIBRATE:-}" ]; then
 	# -v so that the "caught N of M" figures are printed
 	step "concurrency calibration ($FENCECHECK_CALIBRATE runs per race control)" \

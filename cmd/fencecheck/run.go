@@ -42,6 +42,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	binDir := fs.String("bin-dir", "", "a directory holding sink, witness and reconciler already built (default: go build them from this module)")
 	kubeBins := fs.String("kube-bin-dir", "", "the directory with etcd and kube-apiserver (default: $"+kubetest.EnvBinDir+" or the newest scripts/k8s-bins.sh build)")
 	timeout := fs.Duration("scenario-timeout", time.Minute, "the bound of every wait in a scenario")
+	parallel := fs.Int("parallel", 3, "scenarios run at once, each with its own processes, behind the quiet gate (fault steps kept apart from other scenarios' starts), as on the cluster")
 	list := fs.Bool("list", false, "list the selected scenarios and whether the local target can run each, then exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: fencecheck run --target local [flags]
@@ -68,6 +69,10 @@ start (a missing binary, no apiserver).`)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "run: unknown target %q: local is the only one here; the kind cluster is `make conformance`\n", *target)
+		return exitUsage
+	}
+	if *parallel < 1 {
+		fmt.Fprintf(stderr, "run: --parallel %d: at least 1\n", *parallel)
 		return exitUsage
 	}
 	sel, err := regexp.Compile(*scenarios)
@@ -102,7 +107,7 @@ start (a missing binary, no apiserver).`)
 	defer stop()
 	lr := localRun{stdout: stdout, start: time.Now()}
 	code := lr.run(ctx, runOptions{defs: defs, reports: *reports, runID: *runID, seed: *seed, takeovers: *takeovers,
-		binDir: *binDir, kubeBins: *kubeBins, timeout: *timeout, flags: append([]string{"run"}, args...)})
+		binDir: *binDir, kubeBins: *kubeBins, timeout: *timeout, parallel: *parallel, flags: append([]string{"run"}, args...)})
 	return code
 }
 
@@ -113,6 +118,7 @@ type runOptions struct {
 	takeovers        int
 	binDir, kubeBins string
 	timeout          time.Duration
+	parallel         int
 	flags            []string // the command line, for the history
 }
 
@@ -138,7 +144,7 @@ func (lr localRun) run(ctx context.Context, o runOptions) int {
 	if latest {
 		reports = filepath.Join("reports", o.runID)
 	}
-	lr.logf("%d scenarios on the local target, one at a time; reports in %s", len(o.defs), reports)
+	lr.logf("%d scenarios on the local target, %d at a time; reports in %s", len(o.defs), o.parallel, reports)
 	var done atomic.Int32 // Judged may be called from several goroutines
 	run, err := localrun.Run(ctx, localrun.Options{Defs: o.defs, BinDir: o.binDir, KubeBinDir: o.kubeBins, Work: work, Logf: lr.logf,
 		Suite: driver.Options{
@@ -148,7 +154,8 @@ func (lr localRun) run(ctx context.Context, o runOptions) int {
 				c := report.Count(rs)
 				lr.logf("[%d/%d] %s: %d of %d as expected", done.Add(1), len(o.defs), h.Name, c.OK, c.Total)
 			},
-			Reports: reports,
+			Reports:  reports,
+			Parallel: o.parallel, QuietGate: true,
 		}})
 	if err != nil {
 		lr.logf("run: %v", err)

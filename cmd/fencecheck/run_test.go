@@ -21,6 +21,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--target", "local", "--scenarios", "^no-such$"}, "no scenario matches"},
 		{[]string{"--target", "local", "extra"}, "want 0 argument(s)"},
 		{[]string{"--target", "local", "--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"--target", "local", "--parallel", "0"}, "--parallel 0: at least 1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := runRun(tc.args, &out, &errb); code != exitUsage {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,8 +26,10 @@ import (
 
 // TestLocalScenarios runs scenarios against real processes, through the
 // code of `fencecheck run --target local` (localrun), and judges each with
-// its own expectations. FENCECHECK_LOCAL_SCENARIOS (a regexp) selects
-// scenarios; FENCECHECK_LOCAL_REPORTS keeps the reports.
+// its own expectations, three at a time behind the quiet gate as on the
+// cluster. FENCECHECK_LOCAL_SCENARIOS (a regexp) selects scenarios;
+// FENCECHECK_LOCAL_PARALLEL sets how many run at once;
+// FENCECHECK_LOCAL_REPORTS keeps the reports.
 func TestLocalScenarios(t *testing.T) {
 	dir := t.TempDir()
 	logf := func(format string, a ...any) {
@@ -38,13 +41,22 @@ func TestLocalScenarios(t *testing.T) {
 	if len(defs) == 0 {
 		t.Fatalf("no scenario matches FENCECHECK_LOCAL_SCENARIOS=%q", sel)
 	}
+	parallel := 3
+	if v := os.Getenv("FENCECHECK_LOCAL_PARALLEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("FENCECHECK_LOCAL_PARALLEL=%q: want a whole number, at least 1", v)
+		}
+		parallel = n
+	}
 	reports := os.Getenv("FENCECHECK_LOCAL_REPORTS")
 	if reports == "" {
 		reports = filepath.Join(dir, "reports")
 	}
 	run, err := localrun.Run(context.Background(), localrun.Options{Defs: defs, Work: dir, Logf: logf, Suite: driver.Options{
-		Config: driver.Config{Timing: scenario.DefaultTiming(), Seed: 1, RunID: runID, Takeovers: 3, WaitTimeout: time.Minute, Logf: logf},
-		Meta:   history.Meta{RunID: runID, Seed: 1},
+		Config:   driver.Config{Timing: scenario.DefaultTiming(), Seed: 1, RunID: runID, Takeovers: 3, WaitTimeout: time.Minute, Logf: logf},
+		Meta:     history.Meta{RunID: runID, Seed: 1},
+		Parallel: parallel, QuietGate: true,
 		Judged: func(h *history.Scenario, rs []check.Result, err error) {
 			t.Run(h.Name, func(t *testing.T) {
 				for _, p := range driver.Problems(h, rs, err) {

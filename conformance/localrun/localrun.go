@@ -31,12 +31,10 @@ var commands = []string{"sink", "witness", "reconciler"}
 
 // Options are one local run.
 type Options struct {
-	// Defs are the scenarios, run one at a time: the processes share two
-	// cores with the apiserver (the cluster's parallelism is measured for
-	// kind, not here).
+	// Defs are the scenarios.
 	Defs []scenario.Def
-	// Suite is what RunSuite gets (Config, Meta, Judged, Reports); its
-	// Parallel is left as given.
+	// Suite is what RunSuite gets (Config, Meta, Judged, Reports,
+	// Parallel and QuietGate), as given.
 	Suite driver.Options
 	// BinDir holds the commands already built; "" builds them from this module.
 	BinDir string

@@ -140,3 +140,17 @@ unexpected_results() {
 	# the pipeline, and with it a caller's exit trap.
 	awk '/^FAIL / { show = 1 } /^FAIL / || (show && /^       /) { if (++n <= 40) print substr($0, 1, 400); next } { show = 0 }' "$1"
 }
+
+# integration_run DIR...: a go test -run pattern for exactly the tests in
+# DIR's integration-tagged test files. `go test -tags integration` builds
+# a package's untagged tests too, and `make unit` has already run those:
+# run twice, certify's alone cost 150 s.
+integration_run() {
+	local files names
+	files=$(find "$@" -name '*_test.go' -exec grep -l '^//go:build.*\bintegration\b' {} +)
+	[ -n "$files" ] || die "integration_run: no integration-tagged test file under $*"
+	# shellcheck disable=SC2086 # file paths from this checkout: no spaces
+	names=$(grep -ho '^func Test[A-Za-z0-9_]*(t \*testing\.T)' $files | sed 's/^func \(Test[A-Za-z0-9_]*\).*/\1/' | sort -u | paste -sd'|')
+	[ -n "$names" ] || die "integration_run: no test function in $files"
+	printf '^(%s)$' "$names"
+}
