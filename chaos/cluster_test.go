@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,25 @@ func helperHarness() int {
 
 // killedHarness runs this binary as the harness (helperHarness) with env,
 // SIGKILLs it once it says INJECTED and returns the object's name.
+// onEachNode runs one for i in [0, runs), run i on nodes[i%len(nodes)]:
+// the runs of a node one after another in a subtest of its own, the nodes
+// at once. A node's fault is its own (its agent, its pod), so the nodes
+// need not wait for each other, and every run still has a node to itself.
+// It returns when every run is done.
+func onEachNode(t *testing.T, nodes []string, runs int, one func(t *testing.T, i int, node string)) {
+	t.Helper()
+	t.Run("nodes", func(t *testing.T) {
+		for k, node := range nodes {
+			t.Run(node, func(t *testing.T) {
+				t.Parallel()
+				for i := k; i < runs; i += len(nodes) {
+					one(t, i, node)
+				}
+			})
+		}
+	})
+}
+
 func killedHarness(t *testing.T, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -387,9 +407,9 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 	for n := range e.probers {
 		nodes = append(nodes, n)
 	}
+	var mu sync.Mutex // the tallies, from one subtest per node
 	healed, maxLate, maxAgentLate := 0, time.Duration(0), time.Duration(0)
-	for i := 0; i < runs; i++ {
-		node := nodes[i%len(nodes)]
+	onEachNode(t, nodes, runs, func(t *testing.T, i int, node string) {
 		pod := e.probers[node]
 		name := killedHarness(t, "FENCECHECK_CHAOS_POD="+pod, "FENCECHECK_CHAOS_DURATION="+dur.String(), "FENCECHECK_CHAOS_TARGETS="+strings.Join(e.targets, ","))
 		if r := e.podRoutes(t, node, pod); len(r) == 0 {
@@ -408,27 +428,26 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond) // polling with a deadline
 		}
-		if rw, err := e.ex.WaitRecovered(context.Background(), testNS, name); err == nil {
-			if l := rw.Recovered.Sub(end); l > maxAgentLate {
-				maxAgentLate = l
-			}
-		} else {
+		rw, err := e.ex.WaitRecovered(context.Background(), testNS, name)
+		if err != nil {
 			t.Errorf("run %d: recovery not recorded: %v", i, err)
 		}
 		e.ex.Delete(context.Background(), testNS, name)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			maxAgentLate = max(maxAgentLate, rw.Recovered.Sub(end))
+		}
 		if gone.IsZero() {
 			t.Errorf("run %d (%s on %s): routes still there 20s after the deadline", i, name, node)
-			continue
+			return
 		}
 		if gone.Before(end.Add(-time.Second)) {
 			t.Errorf("run %d: healed %s before the deadline", i, end.Sub(gone))
 		}
-		late := gone.Sub(end)
-		if late > maxLate {
-			maxLate = late
-		}
+		maxLate = max(maxLate, gone.Sub(end))
 		healed++
-	}
+	})
 	t.Logf("harness SIGKILLed mid-partition %d times: %d healed with no route left; latest recovery recorded by the agent %s after the deadline, latest seen by docker exec polling %s after",
 		runs, healed, maxAgentLate.Round(time.Millisecond), maxLate.Round(time.Millisecond))
 	if healed != runs {

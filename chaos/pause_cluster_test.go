@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,10 +95,10 @@ func TestHarnessKilledMidPauseLeavesNothingFrozen(t *testing.T) {
 	for n := range e.probers {
 		nodes = append(nodes, n)
 	}
+	var mu sync.Mutex // the tallies, from one subtest per node
 	thawed := 0
 	var maxLate, minLate time.Duration = 0, time.Hour
-	for i := 0; i < runs; i++ {
-		node := nodes[i%len(nodes)]
+	onEachNode(t, nodes, runs, func(t *testing.T, i int, node string) {
 		pod := e.probers[node]
 		name := killedHarness(t, "FENCECHECK_CHAOS_KIND=pause", "FENCECHECK_CHAOS_POD="+pod, "FENCECHECK_CHAOS_DURATION="+dur.String())
 		if s := e.freezerState(t, node, pod); !frozen(s) {
@@ -108,15 +109,17 @@ func TestHarnessKilledMidPauseLeavesNothingFrozen(t *testing.T) {
 		e.ex.DeletePause(context.Background(), testNS, name)
 		if at.IsZero() {
 			t.Errorf("run %d (%s on %s): still frozen 20s after the deadline", i, name, node)
-			continue
+			return
 		}
 		late := at.Sub(end)
 		if late < -time.Second {
 			t.Errorf("run %d: thawed %s before the deadline", i, -late)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		maxLate, minLate = max(maxLate, late), min(minLate, late)
 		thawed++
-	}
+	})
 	for _, n := range nodes {
 		if f := frozenAnywhere(t, n); len(f) != 0 {
 			t.Errorf("frozen cgroups left on %s: %v", n, f)
