@@ -25,7 +25,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-
 echo "MACHINE $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
 bash "$FENCECHECK_ROOT/bench/calibrate.sh"
 

@@ -29,7 +29,6 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-
 if [ "$COLD" = 1 ]; then
 	# From nothing: empty FENCECHECK_CACHE, Go build cache and module cache
 	# (modules come from the proxy again), a salted node-image tag; the whole

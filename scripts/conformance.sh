@@ -241,8 +241,7 @@ fi
 # gotestsum at the version tools/go.mod pins (a readable summary), built
 # once into the cache; else the binary's -test.v output through test2json.
 RUNNER=()
-GOTESTSUM="$FENCECHECK_CACHE/bin/gotestsum-$(hash_inputs "$FENCECHECK_ROOT/tools/go.mod" "$FENCECHECK_ROOT/tools/go.sum")"
-if [ -x "$GOTESTSUM" ] || (cd "$FENCECHECK_ROOT/tools" && go build -o "$GOTESTSUM" gotest.tools/gotestsum) >/dev/null 2>&1; then
+if GOTESTSUM=$(gotestsum_bin); then
 	RUNNER=("$GOTESTSUM" --format testname --jsonfile "$REPORTS/test-output.json" --junitfile "$REPORTS/go-junit.xml" --raw-command --)
 	log "running the suite with $("$GOTESTSUM" --version) (pinned in tools/go.mod)"
 else

@@ -13,8 +13,7 @@ source "$(dirname "$0")/lib/common.sh"
 name=$1; shift
 times="$FENCECHECK_ROOT/reports/test-times"
 mkdir -p "$times"
-bin="$FENCECHECK_CACHE/bin/gotestsum-$(hash_inputs "$FENCECHECK_ROOT/tools/go.mod" "$FENCECHECK_ROOT/tools/go.sum")"
-if [ ! -x "$bin" ] && ! (cd "$FENCECHECK_ROOT/tools" && go build -o "$bin" gotest.tools/gotestsum) >/dev/null 2>&1; then
+if ! bin=$(gotestsum_bin); then
 	log "gotestsum (tools/go.mod) did not build: plain go test, no test times kept for $name"
 	exec go test "$@"
 fi

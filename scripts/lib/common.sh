@@ -130,6 +130,15 @@ hash_str() {
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 
+# gotestsum_bin: the path of gotestsum at the version tools/go.mod pins,
+# built once into the cache; fails (printing nothing) if it cannot be built.
+gotestsum_bin() {
+	local bin
+	bin="$FENCECHECK_CACHE/bin/gotestsum-$(hash_inputs "$FENCECHECK_ROOT/tools/go.mod" "$FENCECHECK_ROOT/tools/go.sum")"
+	[ -x "$bin" ] || (cd "$FENCECHECK_ROOT/tools" && go build -o "$bin" gotest.tools/gotestsum) >/dev/null 2>&1 || return 1
+	printf '%s' "$bin"
+}
+
 # unexpected_results RECHECK: the results of `fencecheck check` output
 # (recheck.txt) that were not as expected, with their evidence, at most 40
 # lines of at most 400 characters: what a CI log's tail must show when a
