@@ -53,8 +53,8 @@ cluster-test: kind-up images
 
 ## conformance: the main job: the suite on a kind cluster it brings up itself (a cluster up before the run stays up), reports in reports/<run-id>/; TARGET=local: no cluster (fencecheck run --target local).
 # TARGET=local runs the same scenarios, checks and reports with local
-# processes against etcd + kube-apiserver only (built alone first:
-# scripts/k8s-bins.sh --apiserver-only); CONFORMANCE_ARGS are then
+# processes against etcd + kube-apiserver only (built alone, our commands
+# beside: scripts/conformance-local.sh); CONFORMANCE_ARGS are then
 # `fencecheck run` flags (--scenarios REGEX, --seed N; fencecheck run --help).
 # CONTROLLER=DIR tests the controller whose manifests are in DIR instead of our
 # fixture (docs/controller-contract.md), after `fencecheck controller-check DIR`;
@@ -66,8 +66,7 @@ CONTROLLER_IMAGE ?= $(or $(if $(findstring examples/crcontroller,$(CONTROLLER)),
 TARGET ?= kind
 conformance:
 ifeq ($(TARGET),local)
-	FENCECHECK_KUBE_BIN_DIR=$$(bash scripts/k8s-bins.sh --apiserver-only) && export FENCECHECK_KUBE_BIN_DIR && \
-		$(GO) run ./cmd/fencecheck run --target local $(CONFORMANCE_ARGS)
+	bash scripts/conformance-local.sh $(CONFORMANCE_ARGS)
 else ifeq ($(TARGET),kind)
 	bash scripts/conformance.sh $(if $(CONTROLLER),--controller $(CONTROLLER)) $(if $(CONTROLLER_IMAGE),--controller-image $(CONTROLLER_IMAGE)) $(CONFORMANCE_ARGS)
 else
