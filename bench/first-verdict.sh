@@ -9,7 +9,7 @@
 #   --warm-modules  keep the module cache (only the compiles are cold)
 #
 # Prints the machine, a 10-second CPU calibration (bench/calibrate.sh),
-# then RESULT lines: the apiserver-only build, our commands' build beside
+# then RESULT lines: the apiserver-only build, our commands' build after
 # it, the time to the first verdict line, and the whole run; then PROFILE
 # lines: where the apiserver build's time went (cmd/buildprofile).
 set -euo pipefail
@@ -45,11 +45,11 @@ t0=$(now)
 	while IFS= read -r line; do printf '%s %s\n' "$(secs "$t0" "$(now)")" "$line"; done | tee "$tmp/run.log" >&2 || true
 rc=$(grep -c 'offline re-check: exit 0' "$tmp/run.log" || true)
 apiserver=$(awk '/k8s-bins: done/ {print $1; exit}' "$tmp/run.log")
-ours=$(sed -n 's/.* built in \([0-9]*\)s$/\1/p' "$tmp/run.log" | head -n1)
+ours=$(sed -n 's/.*<== go build fencecheck.* done in \([0-9]*\)s$/\1/p' "$tmp/run.log" | head -n1)
 first=$(awk '/\[1\/[0-9]+\]/ {print $1; exit}' "$tmp/run.log")
 total=$(tail -1 "$tmp/run.log" | cut -d' ' -f1)
 echo "RESULT apiserver_only_build_s ${apiserver:-none}"
-echo "RESULT ours_build_s ${ours:-none} (beside the apiserver build, niced)"
+echo "RESULT ours_build_s ${ours:-none} (after the apiserver build, modules fetched beside it)"
 echo "RESULT first_verdict_s ${first:-none}"
 echo "RESULT whole_run_s $total"
 "$tmp/buildprofile" --top 8 "$tmp/actiongraph.json" | sed 's/^/PROFILE /' || log "no profile of the apiserver build"

@@ -9,6 +9,14 @@ KIND_CLUSTER_NAME="${KIND_CLUSTER_NAME:-fencecheck}"
 KUBECONFIG="${KUBECONFIG:-$FENCECHECK_CACHE/kubeconfig-$KIND_CLUSTER_NAME}"
 export FENCECHECK_ROOT FENCECHECK_CACHE KIND_CLUSTER_NAME KUBECONFIG
 export PATH="/usr/local/go/bin:$FENCECHECK_CACHE/bin:$PATH"
+# No debug info from any compile: every binary we ship is stripped (-s -w)
+# anyway, and DWARF is 5 % of the compiler's CPU (bench/compile-flags.sh).
+# One setting for every build, so they keep sharing the standard library's
+# compiled packages. A caller's own -gcflags wins.
+case " ${GOFLAGS:-} " in
+*" -gcflags"*) ;;
+*) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false" ;;
+esac
 mkdir -p "$FENCECHECK_CACHE"
 
 _fc_t0=$(date +%s)
