@@ -8,7 +8,7 @@
 #   --scenarios RE  the scenarios of the run (default ^partition-heal$)
 #   --warm-modules  keep the module cache (only the compiles are cold)
 #
-# Prints the machine, a 10-second CPU calibration (bench/calibrate.sh),
+# Prints the machine, a 15-second CPU calibration (bench/calibrate.sh),
 # then RESULT lines: the apiserver-only build, our commands' build after
 # it, the time to the first verdict line, and the whole run; then PROFILE
 # lines: where the apiserver build's time went (cmd/buildprofile).
