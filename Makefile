@@ -53,8 +53,8 @@ cluster-test: kind-up images
 
 ## conformance: the main job: the suite on a kind cluster it brings up itself (a cluster up before the run stays up), reports in reports/<run-id>/; TARGET=local: no cluster (fencecheck run --target local).
 # TARGET=local runs the same scenarios, checks and reports with local
-# processes against etcd + kube-apiserver only (built alone, our commands
-# beside: scripts/conformance-local.sh); CONFORMANCE_ARGS are then
+# processes against etcd + kube-apiserver only (built alone, then our
+# commands: scripts/conformance-local.sh); CONFORMANCE_ARGS are then
 # `fencecheck run` flags (--scenarios REGEX, --seed N; fencecheck run --help).
 # CONTROLLER=DIR tests the controller whose manifests are in DIR instead of our
 # fixture (docs/controller-contract.md), after `fencecheck controller-check DIR`;

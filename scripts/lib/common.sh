@@ -10,7 +10,7 @@ KUBECONFIG="${KUBECONFIG:-$FENCECHECK_CACHE/kubeconfig-$KIND_CLUSTER_NAME}"
 export FENCECHECK_ROOT FENCECHECK_CACHE KIND_CLUSTER_NAME KUBECONFIG
 export PATH="/usr/local/go/bin:$FENCECHECK_CACHE/bin:$PATH"
 # No debug info from any compile: every binary we ship is stripped (-s -w)
-# anyway, and DWARF is 5 % of the compiler's CPU (bench/compile-flags.sh).
+# anyway, and DWARF costs 3-9 % of the compiler's CPU (bench/compile-flags.sh).
 # One setting for every build, so they keep sharing the standard library's
 # compiled packages. A caller's own -gcflags wins.
 case " ${GOFLAGS:-} " in
