@@ -7,8 +7,8 @@
 # The two builds run one after the other: side by side on 2 cores they only
 # contend (measured slower, docs/kind.md). What overlaps is the network: our
 # modules download while the apiserver compiles. Ours are built with the
-# node build's flags (go_flags in common.sh), so the standard library and the
-# modules both use at the same version compile once.
+# node build's flags (-trimpath, CGO off, GOFLAGS from common.sh), so the
+# standard library and the modules both use at one version compile once.
 #
 # ARGS are `fencecheck run` flags (--scenarios RE, --seed N, --reports DIR);
 # with --help or --list nothing but fencecheck is built. Progress on stderr;
@@ -31,7 +31,7 @@ trap 'rm -rf "$bins"' EXIT
 go_build() {
 	local pkgs=() c
 	for c in "$@"; do pkgs+=("./cmd/$c"); done
-	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build "${GO_FLAGS[@]}" -o "$bins/" "${pkgs[@]}")
+	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bins/" "${pkgs[@]}")
 }
 
 if [ -n "${NO_APISERVER:-}" ]; then
