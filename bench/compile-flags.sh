@@ -18,7 +18,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib/common.sh"
 # common.sh turns DWARF off for every build; the variants set it themselves.
-GOFLAGS=${GOFLAGS//-gcflags=all=-dwarf=false/}
+GOFLAGS=${GOFLAGS//$NO_DWARF/}
 
 PKGS="k8s.io/client-go/kubernetes k8s.io/apiserver/pkg/server" VARIANTS="base nodwarf gogc"
 while [ $# -gt 0 ]; do
@@ -44,9 +44,9 @@ for v in $VARIANTS; do
 	flags=(-trimpath -mod=mod -tags "$tags" -ldflags "-s -w") env=()
 	case "$v" in
 	base) ;;
-	nodwarf) flags+=(-gcflags=all=-dwarf=false) ;;
-	gogc) flags+=(-gcflags=all=-dwarf=false) env=(GOGC=400) ;;
-	c1) flags+=("-gcflags=all=-dwarf=false -c=1") ;;
+	nodwarf) flags+=("$NO_DWARF") ;;
+	gogc) flags+=("$NO_DWARF") env=(GOGC=400) ;;
+	c1) flags+=("$NO_DWARF -c=1") ;;
 	*) die "unknown variant $v (base, nodwarf, gogc, c1)" ;;
 	esac
 	rm -rf "$work/gocache"

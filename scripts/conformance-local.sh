@@ -29,9 +29,7 @@ trap 'rm -rf "$bins"' EXIT
 
 # go_build CMD...: build our commands into $bins.
 go_build() {
-	local pkgs=() c
-	for c in "$@"; do pkgs+=("./cmd/$c"); done
-	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bins/" "${pkgs[@]}")
+	(cd "$FENCECHECK_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$bins/" "${@/#/./cmd/}")
 }
 
 if [ -n "${NO_APISERVER:-}" ]; then

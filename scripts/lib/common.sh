@@ -13,9 +13,10 @@ export PATH="/usr/local/go/bin:$FENCECHECK_CACHE/bin:$PATH"
 # anyway, and DWARF costs 3-9 % of the compiler's CPU (bench/compile-flags.sh).
 # One setting for every build, so they keep sharing the standard library's
 # compiled packages. A caller's own -gcflags wins.
+NO_DWARF=-gcflags=all=-dwarf=false
 case " ${GOFLAGS:-} " in
 *" -gcflags"*) ;;
-*) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false" ;;
+*) export GOFLAGS="${GOFLAGS:+$GOFLAGS }$NO_DWARF" ;;
 esac
 mkdir -p "$FENCECHECK_CACHE"
 
