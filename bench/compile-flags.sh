@@ -9,6 +9,8 @@
 #   gogc      nodwarf with GOGC=400 for the compiler (fewer collections, more memory)
 #   c1        nodwarf, each compile on one thread (-c=1; go build already runs
 #             one compile per core)
+#   noinl     nodwarf without inlining (-l): slower binaries, measured only
+#   noopt     nodwarf without optimization or inlining (-N -l): ditto
 #
 #   --pkgs "P..."   the packages (default: k8s.io/client-go/kubernetes
 #                   k8s.io/apiserver/pkg/server)
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--pkgs) PKGS=${2:?--pkgs needs packages}; shift ;;
 	--variants) VARIANTS=${2:?--variants needs names}; shift ;;
-	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift
@@ -47,7 +49,9 @@ for v in $VARIANTS; do
 	nodwarf) flags+=("$NO_DWARF") ;;
 	gogc) flags+=("$NO_DWARF") env=(GOGC=400) ;;
 	c1) flags+=("$NO_DWARF -c=1") ;;
-	*) die "unknown variant $v (base, nodwarf, gogc, c1)" ;;
+	noinl) flags+=("$NO_DWARF -l") ;;
+	noopt) flags+=("$NO_DWARF -N -l") ;;
+	*) die "unknown variant $v (base, nodwarf, gogc, c1, noinl, noopt)" ;;
 	esac
 	rm -rf "$work/gocache"
 	t=$(now)
