@@ -3,7 +3,9 @@
 # layout, input hashing. Source it; everything prints to stderr so that a
 # script's stdout stays free for its result.
 
-FENCECHECK_ROOT="${FENCECHECK_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+# Always the tree this file is in: a value inherited from another checkout's
+# script (bench/first-verdict.sh runs a clone) must not send this one there.
+FENCECHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 FENCECHECK_CACHE="${FENCECHECK_CACHE:-$HOME/.cache/fencecheck}"
 KIND_CLUSTER_NAME="${KIND_CLUSTER_NAME:-fencecheck}"
 KUBECONFIG="${KUBECONFIG:-$FENCECHECK_CACHE/kubeconfig-$KIND_CLUSTER_NAME}"
