@@ -190,7 +190,7 @@ main() {
 		log "node image $image is cached (input hash $hash): nothing to build"
 		echo "$image"; return 0
 	fi
-	log "building node image $image (cached steps are skipped; a fully cold build takes about 22 min on 2 cores; logs in $FENCECHECK_CACHE/logs/)"
+	log "building node image $image (cached steps are skipped; from nothing it takes 8-23 min on 2 cores, by machine (docs/kind.md); logs in $FENCECHECK_CACHE/logs/)"
 	apt_install debootstrap jq
 	local t0; t0=$(date +%s)
 	local comp="$WORK/components-$comp_hash" tools="$WORK/rootfs-tools-$tools_hash.tar" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
