@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +69,36 @@ func TestCheckPasses(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "version v1.34.4") || !strings.Contains(out.String(), `"pod":"p-1"`) {
 		t.Errorf("output lacks results:\n%s", &out)
+	}
+}
+
+// --wait: a check that fails at first passes once its target comes up, and
+// one that keeps failing fails when the wait is over, not sooner or never.
+func TestCheckUntil(t *testing.T) {
+	defer func(d time.Duration) { retryEvery = d }(retryEvery)
+	retryEvery = 10 * time.Millisecond
+	tries := 0
+	failTwice := func(w io.Writer) int {
+		if tries++; tries <= 2 {
+			fmt.Fprintln(w, "FAIL url: connection refused")
+			return 1
+		}
+		fmt.Fprintln(w, "OK url")
+		return 0
+	}
+	var out bytes.Buffer
+	if code := checkUntil(5*time.Second, &out, failTwice); code != 0 || tries != 3 || strings.Count(out.String(), "FAIL") != 2 || !strings.HasSuffix(out.String(), "OK url\n") {
+		t.Errorf("failing twice then passing: exit %d after %d tries; output:\n%s", code, tries, &out)
+	}
+	start := time.Now()
+	tries, out = 0, bytes.Buffer{}
+	always := func(w io.Writer) int { tries++; fmt.Fprintln(w, "FAIL url"); return 1 }
+	if code := checkUntil(200*time.Millisecond, &out, always); code != 1 || tries < 2 || time.Since(start) < 150*time.Millisecond {
+		t.Errorf("always failing: exit %d after %d tries in %s; want exit 1 after the wait", code, tries, time.Since(start))
+	}
+	tries = 0
+	if code := checkUntil(0, &out, always); code != 1 || tries != 1 {
+		t.Errorf("without --wait: exit %d after %d tries, want one try", code, tries)
 	}
 }
 

@@ -242,8 +242,11 @@ func TestPodNetworking(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := fmt.Sprintf("http://ping.%s.svc.cluster.local:8080/ping", ns)
+	// Ready is not yet reachable: the endpoint goes into an EndpointSlice and
+	// then into kube-proxy's rules on the checker's node, until then the
+	// ClusterIP refuses. --wait tries again until it passes, for 30 s at most.
 	ok, out := runToCompletion(t, cs, ns, probePod("checker", clientNode,
-		[]string{"check", "--apiserver", "--url", url}, corev1.RestartPolicyNever))
+		[]string{"check", "--wait", "30s", "--apiserver", "--url", url}, corev1.RestartPolicyNever))
 	t.Logf("checker on %s -> server on %s (%s):\n%s", clientNode, serverNode, serverIP, out)
 	if !ok {
 		t.Fatalf("probe check failed on node %s", clientNode)
