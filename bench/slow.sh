@@ -47,6 +47,10 @@ quota=$(awk -v f="$factor" -v p="$period" -v n="$(nproc)" 'BEGIN{printf "%d", n 
 echo "$period" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
 
+# in_cgroup CMD...: run CMD with the cgroup's quota (it joins the cgroup
+# first, so every child it starts is in it too).
+in_cgroup() { sh -c 'echo $$ >"$1/tasks"; shift; exec "$@"' sh "$cg" "$@"; }
+
 # compile_s: wall seconds of a two-way parallel compile from an empty cache.
 compile_s() {
 	local cache t
@@ -59,10 +63,10 @@ compile_s() {
 echo "MACHINE $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores"
 log "slow: cgroup $cg, quota ${quota}us of every ${period}us ($(nproc) cores / $factor)"
 full=$(compile_s)
-slow=$(sh -c 'echo $$ >"$1/tasks"; shift; "$@"' sh "$cg" bash -c "$(declare -f compile_s now secs); compile_s")
+slow=$(in_cgroup bash -c "$(declare -f compile_s now secs); compile_s")
 echo "SLOW factor_asked $factor compile_s full $full emulated $slow factor_got $(awk -v a="$slow" -v b="$full" 'BEGIN{printf "%.2f", a/b}')"
 t=$(now)
 rc=0
-sh -c 'echo $$ >"$1/tasks"; shift; exec "$@"' sh "$cg" "$@" || rc=$?
+in_cgroup "$@" || rc=$?
 echo "SLOW command rc $rc wall_s $(secs "$t" "$(now)")"
 exit "$rc"
