@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # k8s-bins.sh: build (or reuse from cache) the node's Go binaries from one
 # module (scripts/nodeimage/modules/node) and print on stdout the absolute path
-# of the directory that holds them: Kubernetes v1.34.4 (kubeadm kubelet
+# of the directory that holds them: Kubernetes v1.35.3 (kubeadm kubelet
 # kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy),
 # etcd and etcdctl v3.6.5, CoreDNS v1.12.4 (kubeadm's plugins), crictl v1.34.0,
 # local-path-provisioner v0.0.33, containerd v2.2.1 (containerd, ctr, the runc
@@ -29,12 +29,18 @@ case "${1:-}" in
 *) die "unknown argument: $1 (try --help)" ;;
 esac
 
-K8S_VERSION=v1.34.4
+K8S_VERSION=v1.35.3
 MODS="$FENCECHECK_ROOT/scripts/nodeimage/modules"
 CTRD=github.com/containerd/containerd/v2
-# The version stamped into containerd is the one the module requires.
-CONTAINERD_VERSION=$(sed -n "s#^\t$CTRD \(v[^ ]*\)\$#\1#p" "$MODS/node/go.mod")
-[ -n "$CONTAINERD_VERSION" ] || die "k8s-bins: no $CTRD requirement in $MODS/node/go.mod"
+# required MODULE: the version the node module requires, which is the one
+# stamped into the binary (containerd's and crictl's --version).
+required() {
+	local v; v=$(sed -n "s#^\t$1 \(v[^ ]*\)\$#\1#p" "$MODS/node/go.mod")
+	[ -n "$v" ] || die "k8s-bins: no $1 requirement in $MODS/node/go.mod"
+	echo "$v"
+}
+CONTAINERD_VERSION=$(required "$CTRD")
+CRICTL_VERSION=$(required sigs.k8s.io/cri-tools)
 KUBE_CMDS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 # The module's other commands; go build names each binary after its package
 # path, dropping a /vN suffix, so only etcd's (…/server/v3: server) is renamed.
@@ -64,6 +70,23 @@ if [ -f "$out/.complete" ]; then
 	exit 0
 fi
 
+# crictl_modfile DIR: print a copy of the module's go.mod, made in DIR, that
+# builds crictl v1.34.0 from a copy of its module with kubectl v0.35's
+# terminal sizes adapted (_crictl/termsize.go says why). The go command does
+# not let -overlay replace files in the module cache, so the copy is DIR's.
+crictl_modfile() {
+	local dir=$1 src line='streamOptions.TerminalSizeQueue = t.MonitorSize(t.GetSize())'
+	src=$(cd "$MODS/node" && go mod download -json sigs.k8s.io/cri-tools | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || die "k8s-bins: cannot download sigs.k8s.io/cri-tools (the node module's version)"
+	cp -r "$src" "$dir/cri-tools" && chmod -R u+w "$dir/cri-tools"
+	grep -qxF "	$line" "$dir/cri-tools/cmd/crictl/exec.go" || die "k8s-bins: crictl's exec.go no longer has the line _crictl/termsize.go adapts: $line"
+	sed -i "s/^\t$line\$/\tstreamOptions.TerminalSizeQueue = termSizeQueue{t.MonitorSize(t.GetSize())}/" "$dir/cri-tools/cmd/crictl/exec.go"
+	cp "$MODS/node/_crictl/termsize.go" "$dir/cri-tools/cmd/crictl/zz_fencecheck_termsize.go"
+	cp "$MODS/node/go.mod" "$MODS/node/go.sum" "$dir/"
+	printf '\nreplace sigs.k8s.io/cri-tools => %s/cri-tools\n' "$dir" >>"$dir/go.mod"
+	echo "$dir/go.mod"
+}
+
 # build_node: every command in one `go build`, so the go command schedules
 # all packages of all binaries on every core and compiles each one once.
 build_node() {
@@ -74,21 +97,23 @@ build_node() {
 		ld+=" -X $p.gitTreeState=clean -X $p.gitCommit=fencecheck-offline-$hash"
 		ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
 	done
-	ld+=" -X $CTRD/version.Version=$CONTAINERD_VERSION"
-	local pkgs=() c graph=()
+	ld+=" -X $CTRD/version.Version=$CONTAINERD_VERSION -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
+	local pkgs=() c graph=() modfile=()
 	[ -z "${K8S_BINS_ACTIONGRAPH:-}" ] || graph=("-debug-actiongraph=$K8S_BINS_ACTIONGRAPH")
+	[ -n "${ONLY_APISERVER:-}" ] || modfile=("-modfile=$(crictl_modfile "$crictl_dir")") || return
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
 	# Tags: Kubernetes' own (selinux, notest, grpcnotrace), then containerd's
 	# (no snapshotters the node has no use for).
-	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod "${graph[@]}" \
+	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod "${graph[@]}" "${modfile[@]}" \
 		-tags selinux,notest,grpcnotrace,no_aufs,no_zfs,no_btrfs,no_devmapper \
 		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}" "${OTHER_PKGS[@]}") &&
 		mv "$tmp/server" "$tmp/etcd"
 }
 
 build_all() {
-	tmp="$out.tmp.$$"
-	rm -rf "$tmp"; mkdir -p "$tmp"
+	tmp="$out.tmp.$$" crictl_dir="$out.crictl.$$"
+	rm -rf "$tmp" "$crictl_dir"; mkdir -p "$tmp" "$crictl_dir"
+	trap 'rm -rf "$crictl_dir"' EXIT
 	log "k8s-bins: building ${BINS[*]} (module scripts/nodeimage/modules/node) into $out"
 	# From an empty build cache on our 2-core machines (docs/kind.md): the
 	# whole node 390-1212 s, the apiserver alone 190-556 s, by machine speed.
@@ -102,7 +127,10 @@ build_all() {
 		[ -x "$tmp/$b" ] || die "k8s-bins: $b missing after build"
 	done
 	"$tmp/kube-apiserver" --version | grep -q "$K8S_VERSION" || die "k8s-bins: kube-apiserver reports a wrong version: $("$tmp/kube-apiserver" --version)"
-	[ -n "${ONLY_APISERVER:-}" ] || "$tmp/containerd" --version | grep -qw -- "$CONTAINERD_VERSION" || die "k8s-bins: containerd reports a wrong version: $("$tmp/containerd" --version)"
+	if [ -z "${ONLY_APISERVER:-}" ]; then
+		"$tmp/containerd" --version | grep -qw -- "$CONTAINERD_VERSION" || die "k8s-bins: containerd reports a wrong version: $("$tmp/containerd" --version)"
+		"$tmp/crictl" --version | grep -qw -- "$CRICTL_VERSION" || die "k8s-bins: crictl reports a wrong version: $("$tmp/crictl" --version)"
+	fi
 	touch "$tmp/.complete"
 	rm -rf "$out"; mv "$tmp" "$out"
 	log "k8s-bins: done: $(ls "$out" | tr '\n' ' ')"

@@ -37,6 +37,12 @@ containerdConfigPatches:
 - |-
   [plugins."io.containerd.grpc.v1.cri"]
     restrict_oom_score_adj = true
+# The kubelet of v1.35 refuses to start on a cgroup v1 host (ours are)
+# unless told not to; on a cgroup v2 host the setting changes nothing.
+kubeadmConfigPatches:
+- |-
+  kind: KubeletConfiguration
+  failCgroupV1: false
 nodes:
 - role: control-plane
 YAML

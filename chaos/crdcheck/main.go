@@ -1,4 +1,4 @@
-// Command crdcheck validates the chaos CRDs with Kubernetes v1.34.4's own
+// Command crdcheck validates the chaos CRDs with Kubernetes v1.35.3's own
 // CRD validation (which compiles the CEL rules) and runs their CEL rules
 // on sample objects, without a cluster. A module of its own so that the
 // project does not depend on apiextensions-apiserver:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh: build the kind node image offline (Kubernetes v1.34.4) and print
+# build.sh: build the kind node image offline (Kubernetes v1.35.3) and print
 # its tag on stdout. Every input (this directory, the module files, kind's
 # version, the Go version) goes into the tag's hash: a warm run with an
 # existing image rebuilds nothing. Progress on stderr, one line per step with
@@ -22,9 +22,12 @@ case "${1:-}" in
 *) die "unknown argument: $1 (try --help)" ;;
 esac
 
-K8S_VERSION=v1.34.4
-COREDNS_VERSION=v1.12.1 # the image tag kubeadm 1.34 expects; the binary is v1.12.4 (k8s-bins.sh)
-ETCD_TAG=3.6.5-0
+K8S_VERSION=v1.35.3
+# The image tags kubeadm 1.35 asks for. The binaries behind them are CoreDNS
+# v1.12.4 (no v1.13 is served here; kubeadm 1.35 writes the same Corefile as
+# 1.34) and etcd v3.6.5 (3.6.6 is not served): scripts/k8s-bins.sh.
+COREDNS_VERSION=v1.13.1
+ETCD_TAG=3.6.6-0
 PAUSE_TAG=3.10.1
 DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
