@@ -102,10 +102,13 @@ build_node() {
 	[ -z "${K8S_BINS_ACTIONGRAPH:-}" ] || graph=("-debug-actiongraph=$K8S_BINS_ACTIONGRAPH")
 	[ -n "${ONLY_APISERVER:-}" ] || modfile=("-modfile=$(crictl_modfile "$crictl_dir")") || return
 	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-	# Tags: Kubernetes' own (selinux, notest, grpcnotrace), then containerd's
-	# (no snapshotters the node has no use for).
+	# Tags: Kubernetes' own but notest (selinux, grpcnotrace), then
+	# containerd's (no snapshotters the node has no use for). notest only
+	# leaves out apimachinery's fuzz helpers (intstr, meta/v1 Time), but with
+	# it meta/v1 and all above it compile apart from ours (untagged), and
+	# the first verdict compiled client-go and api a second time.
 	(cd "$MODS/node" && CGO_ENABLED=0 go build -v -trimpath -mod=mod "${graph[@]}" "${modfile[@]}" \
-		-tags selinux,notest,grpcnotrace,no_aufs,no_zfs,no_btrfs,no_devmapper \
+		-tags selinux,grpcnotrace,no_aufs,no_zfs,no_btrfs,no_devmapper \
 		-ldflags "-s -w $ld" -o "$tmp/" "${pkgs[@]}" "${OTHER_PKGS[@]}") &&
 		mv "$tmp/server" "$tmp/etcd"
 }
