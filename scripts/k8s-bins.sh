@@ -75,10 +75,8 @@ fi
 # terminal sizes adapted (_crictl/termsize.go says why). The go command does
 # not let -overlay replace files in the module cache, so the copy is DIR's.
 crictl_modfile() {
-	local dir=$1 src line='streamOptions.TerminalSizeQueue = t.MonitorSize(t.GetSize())'
-	src=$(cd "$MODS/node" && go mod download -json sigs.k8s.io/cri-tools | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-	[ -d "$src" ] || die "k8s-bins: cannot download sigs.k8s.io/cri-tools (the node module's version)"
-	cp -r "$src" "$dir/cri-tools" && chmod -R u+w "$dir/cri-tools"
+	local dir=$1 line='streamOptions.TerminalSizeQueue = t.MonitorSize(t.GetSize())'
+	module_copy sigs.k8s.io/cri-tools "$CRICTL_VERSION" "$dir/cri-tools"
 	grep -qxF "	$line" "$dir/cri-tools/cmd/crictl/exec.go" || die "k8s-bins: crictl's exec.go no longer has the line _crictl/termsize.go adapts: $line"
 	sed -i "s/^\t$line\$/\tstreamOptions.TerminalSizeQueue = termSizeQueue{t.MonitorSize(t.GetSize())}/" "$dir/cri-tools/cmd/crictl/exec.go"
 	cp "$MODS/node/_crictl/termsize.go" "$dir/cri-tools/cmd/crictl/zz_fencecheck_termsize.go"

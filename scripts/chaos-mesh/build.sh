@@ -49,16 +49,12 @@ ggcr_version() {
 	(cd "$FENCECHECK_ROOT" && go list -m -f '{{.Version}}' github.com/google/go-containerregistry)
 }
 
-module_dir() { (cd "$FENCECHECK_ROOT" && go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'); }
-
 # source_tree DIR: a writable copy of the module with the api module in ./api.
 source_tree() {
-	local dir=$1 tmp="$1.tmp" cm api
-	cm=$(module_dir "$CM_MODULE" "$CM_VERSION") && [ -d "$cm" ] || die "cannot download $CM_MODULE@$CM_VERSION"
-	api=$(module_dir "$CM_MODULE/api" "$API_VERSION") && [ -d "$api" ] || die "cannot download $CM_MODULE/api@$API_VERSION"
+	local dir=$1 tmp="$1.tmp"
 	rm -rf "$tmp"
-	cp -r "$cm" "$tmp" && chmod -R u+w "$tmp"
-	rm -rf "$tmp/api" && cp -r "$api" "$tmp/api" && chmod -R u+w "$tmp/api"
+	module_copy "$CM_MODULE" "$CM_VERSION" "$tmp"
+	rm -rf "$tmp/api" && module_copy "$CM_MODULE/api" "$API_VERSION" "$tmp/api"
 	rm -rf "$dir"; mv "$tmp" "$dir"
 }
 

@@ -136,6 +136,16 @@ hash_str() {
 	done | sha256sum | cut -c1-12
 }
 
+# module_copy MODULE VERSION DEST: a writable copy of MODULE@VERSION's
+# source at DEST (the module cache's copy is read-only), for builds that
+# must change or add a file in it.
+module_copy() {
+	local src
+	src=$(cd "$FENCECHECK_ROOT" && go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || die "cannot download $1@$2"
+	cp -r "$src" "$3" && chmod -R u+w "$3"
+}
+
 # now; secs A B: the bench scripts' clock: the time in seconds, and B - A
 # to a tenth of a second.
 now() { date +%s.%N; }
