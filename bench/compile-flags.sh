@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--pkgs) PKGS=${2:?--pkgs needs packages}; shift ;;
 	--variants) VARIANTS=${2:?--variants needs names}; shift ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift

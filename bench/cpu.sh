@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 	--top) TOP=${2:?--top needs a number}; shift 2
 		[[ "$TOP" =~ ^[1-9][0-9]*$ ]] || die "--top needs a positive number, got '$TOP'" ;;
 	--out) OUT=${2:?--out needs a file}; shift 2 ;;
-	-h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	*) die "unknown argument: $1 (usage: bench/cpu.sh [--top N] [--out FILE] -- COMMAND...)" ;;
 	esac

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--scenarios) SCENARIOS=${2:?--scenarios needs a regexp}; shift ;;
 	--warm-modules) WARM_MODULES=1 ;;
-	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift

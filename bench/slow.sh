@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 	--factor) factor=${2:?--factor needs a number}; shift ;;
 	--period-us) period=${2:?--period-us needs microseconds}; shift ;;
 	--) shift; break ;;
-	-h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift

@@ -17,7 +17,7 @@ cd "$FENCECHECK_ROOT"
 PAR=""
 ID=bench-$(date -u +%Y%m%d-%H%M%S)
 case "${1:-}" in
--h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if [ $# -ge 1 ] && [ -d "$1" ]; then
 	for d in "$@"; do [ -f "$d/history.json" ] || die "$d/history.json not found (a reports/<run-id> directory of a finished run)"; done

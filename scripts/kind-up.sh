@@ -6,7 +6,8 @@
 #                    see scripts/nodeimage/build.sh, cached by input hash)
 #   KIND_WORKERS     worker nodes (default 1; one control-plane node always)
 #
-# Reuses a healthy cluster (without touching the node image); restarts
+# Reuses a healthy cluster (without touching the node image, but warning
+# when it runs another one than it would be made with now); restarts
 # stopped node containers (after a machine restart) and recreates the cluster
 # when that does not bring it back or its node count differs. On
 # failure it exports kind logs into reports/. Serialized with
@@ -18,7 +19,7 @@ source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac
@@ -106,6 +107,24 @@ record_outcome() {
 	[ -z "${FENCECHECK_KIND_UP_OUTCOME:-}" ] || echo "$1" >"$FENCECHECK_KIND_UP_OUTCOME"
 }
 
+# warn_other_image NODES: a reused cluster keeps the node image it was made
+# with, which need not be the one asked for (KIND_NODE_IMAGE) or the one
+# this checkout builds (after a pull that moved Kubernetes, say): say so,
+# with both, since the verdicts will be about the cluster's. Recreating it
+# instead would cost a node image build the caller did not ask for.
+warn_other_image() {
+	local want=${KIND_NODE_IMAGE:-} from="KIND_NODE_IMAGE is" have
+	if [ -z "$want" ]; then
+		from="this checkout builds (scripts/nodeimage/build.sh --print-tag)"
+		want=$(bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh" --print-tag) ||
+			{ log "WARNING: could not work out this checkout's node image tag; not comparing it with the cluster's"; return 0; }
+	fi
+	have=$(awk '{print $3}' <<<"$1" | sort -u | tr '\n' ' ')
+	if [ "$have" != "$want " ]; then
+		log "WARNING: the cluster runs ${have% }; $from $want. The verdicts will be about the cluster's; 'make kind-down kind-up' to switch"
+	fi
+}
+
 # reuse_existing: 0 when an existing cluster is (made) healthy; otherwise
 # the cluster is deleted and 1 returned so that a new one gets created.
 reuse_existing() {
@@ -128,9 +147,7 @@ reuse_existing() {
 		fi
 		local timeout=60; [ "$stopped" = 0 ] && [ "$since" = 0 ] || timeout=$READY_TIMEOUT
 		if step "health check: $count nodes Ready, CoreDNS available" wait_ready "$timeout" "$since"; then
-			if [ -n "${KIND_NODE_IMAGE:-}" ] && awk -v img="$KIND_NODE_IMAGE" '$3!=img {bad=1} END {exit !bad}' <<<"$nodes"; then
-				log "WARNING: the healthy cluster runs another node image than KIND_NODE_IMAGE=$KIND_NODE_IMAGE; 'make kind-down kind-up' to switch"
-			fi
+			warn_other_image "$nodes"
 			log "cluster $KIND_CLUSTER_NAME is healthy: reusing it"
 			return 0
 		fi

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,10 @@ func TestLocalScenarios(t *testing.T) {
 	}
 	for _, n := range run.NotRunnable {
 		t.Errorf("%s: not runnable on the local target: %s", n.Scenario, n.Reason)
+	}
+	// The history says which Kubernetes the verdicts are about.
+	if v := run.Meta.Versions["kubernetes"]; !strings.HasPrefix(v, "v1.") {
+		t.Errorf("the history records kubernetes %q, want the apiserver's version (%v)", v, run.Meta.Versions)
 	}
 	t.Logf("reports in %s\n%s", reports, report.TimingTable(scenario.MeasureWaits(run)))
 }

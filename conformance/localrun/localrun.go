@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/scenario"
@@ -72,13 +74,20 @@ func Run(ctx context.Context, o Options) (*history.Run, error) {
 		return nil, err
 	}
 	defer api.Stop()
-	target := local.New(local.Options{Kube: kubernetes.NewForConfigOrDie(api.Config), APIServer: "127.0.0.1:" + strconv.Itoa(api.Port),
+	kube := kubernetes.NewForConfigOrDie(api.Config)
+	target := local.New(local.Options{Kube: kube, APIServer: "127.0.0.1:" + strconv.Itoa(api.Port),
 		Kubeconfig: api.Kubeconfig, SinkBin: filepath.Join(bins, "sink"), WitnessBin: filepath.Join(bins, "witness"),
 		ReconcilerBin: filepath.Join(bins, "reconciler"), Dir: o.Work, Logf: logf})
 	opts := o.Suite
+	versions, err := collect.ClusterVersions(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	opts.Meta.Versions = maps.Clone(opts.Meta.Versions)
 	if opts.Meta.Versions == nil {
 		opts.Meta.Versions = map[string]string{}
 	}
+	maps.Copy(opts.Meta.Versions, versions)
 	opts.Meta.Versions["go"] = runtime.Version()
 	opts.Meta.Versions["target"] = target.Name()
 	return driver.RunSuite(ctx, target, o.Defs, opts)

@@ -62,6 +62,9 @@ section{border-top:2px solid #ccc;margin-top:24px;padding-top:8px}
 	fmt.Fprintf(&b, "<h1>fencecheck conformance %s: <span>%s</span></h1>\n", esc(run.Meta.RunID), status)
 	fmt.Fprintf(&b, "<p>%d results: %d as expected, %d not; %d negative controls caught; %d informative. Seed %d.</p>\n",
 		c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative, run.Meta.Seed)
+	if v := Versions(run.Meta.Versions); v != "" {
+		fmt.Fprintf(&b, "<p>Ran on: %s.</p>\n", esc(v))
+	}
 	b.WriteString("<table><tr><th>scenario</th><th>results</th><th>as expected</th></tr>\n")
 	for _, s := range run.Scenarios {
 		var n, ok int

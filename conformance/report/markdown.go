@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +24,9 @@ func Markdown(run *history.Run, results []check.Result) []byte {
 	fmt.Fprintf(&b, "# fencecheck conformance %s: %s\n\n", run.Meta.RunID, status)
 	fmt.Fprintf(&b, "%d results: %d as expected, %d not; %d negative controls caught; %d informative.\n\n", c.Total, c.OK, c.Failed, c.CaughtControls, c.Informative)
 	fmt.Fprintf(&b, "Seed %d, %s to %s.\n", run.Meta.Seed, run.Meta.Started.UTC().Format(time.RFC3339), run.Meta.Ended.UTC().Format(time.RFC3339))
+	if v := Versions(run.Meta.Versions); v != "" {
+		fmt.Fprintf(&b, "Ran on: %s.\n", v)
+	}
 	if f := SuiteFlags(run.Meta.Flags); len(f) > 0 {
 		fmt.Fprintf(&b, "Suite flags: `%s`\n", strings.Join(f, " "))
 	}
@@ -130,6 +135,16 @@ func SuiteFlags(args []string) []string {
 		}
 	}
 	return out
+}
+
+// Versions is the run's versions (Kubernetes, kubelets, Go, images) as
+// one line, "name value" in name order ("" when there are none).
+func Versions(vs map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(vs)) {
+		parts = append(parts, k+" "+vs[k])
+	}
+	return strings.Join(parts, "; ")
 }
 
 // notRunnable is the summary's section on the scenarios the run could not

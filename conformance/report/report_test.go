@@ -34,6 +34,7 @@ func TestWriteAndJUnit(t *testing.T) {
 		dir = d // keep the output, e.g. to screenshot index.html
 	}
 	run := demoRun()
+	run.Meta.Versions = map[string]string{"kubernetes": "v1.35.3", "kubelet": "v1.34.4, v1.35.3", "go": "go1.26.8"}
 	rs := check.Evaluate(run)
 	if err := Write(dir, run, rs); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,8 @@ func TestWriteAndJUnit(t *testing.T) {
 		t.Errorf("escaped control must be a failing testcase: %+v", c)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, SummaryFile))
-	for _, want := range []string{"FAILED", "| bridge-drain | fail | ESCAPED |", "| no-stale-commit | fail | CAUGHT |", "| partition of pod-a | 1 → 2 |"} {
+	for _, want := range []string{"FAILED", "| bridge-drain | fail | ESCAPED |", "| no-stale-commit | fail | CAUGHT |", "| partition of pod-a | 1 → 2 |",
+		"Ran on: go go1.26.8; kubelet v1.34.4, v1.35.3; kubernetes v1.35.3."} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}
@@ -74,7 +76,7 @@ func TestWriteAndJUnit(t *testing.T) {
 	if n := strings.Count(string(h), "<svg"); n != len(run.Scenarios) {
 		t.Errorf("index.html has %d timelines, want %d", n, len(run.Scenarios))
 	}
-	for _, want := range []string{"term 1", "term 2", "cut off from the apiserver", "rejected", "pod-a", "sink"} {
+	for _, want := range []string{"term 1", "term 2", "cut off from the apiserver", "rejected", "pod-a", "sink", "Ran on: go go1.26.8; kubelet v1.34.4, v1.35.3; kubernetes v1.35.3."} {
 		if !strings.Contains(string(h), want) {
 			t.Errorf("index.html lacks %q", want)
 		}

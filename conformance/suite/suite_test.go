@@ -12,6 +12,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/chaos"
 	"github.com/fencecheck/fencecheck/conformance/check"
+	"github.com/fencecheck/fencecheck/conformance/collect"
 	"github.com/fencecheck/fencecheck/conformance/driver"
 	"github.com/fencecheck/fencecheck/conformance/history"
 	"github.com/fencecheck/fencecheck/conformance/report"
@@ -42,6 +44,9 @@ var (
 	// modes. Both are set by the environment's setup.
 	target, fixture driver.Target
 	root            string
+	// clusterVersions is what the history records of the cluster (the
+	// apiserver's and the nodes' versions), read in setup.
+	clusterVersions map[string]string
 
 	seed            = flag.Int64("seed", time.Now().UnixNano()%1_000_000, "seed of the chaos schedule (recorded in the report)")
 	reportsDir      = flag.String("reports", "", "directory for this run's reports (default <repo>/reports/<run-id>)")
@@ -142,8 +147,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return ctx, err
 		}
-		v, err := kube.Discovery().ServerVersion()
-		if err != nil {
+		if clusterVersions, err = collect.ClusterVersions(ctx, kube); err != nil {
 			return ctx, fmt.Errorf("cluster at %s unreachable (%v): run `flock $FENCECHECK_CACHE/kind.lock make kind-up images` or pass --kubeconfig", cfg.KubeconfigFile(), err)
 		}
 		res, err := resources.New(rc)
@@ -157,7 +161,7 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return ctx, err
 		}
-		logf("cluster %s (kubernetes %s); chaos executor %s; installing it", rc.Host, v.GitVersion, ex.Name())
+		logf("cluster %s (kubernetes %s, kubelet %s); chaos executor %s; installing it", rc.Host, clusterVersions["kubernetes"], clusterVersions["kubelet"], ex.Name())
 		if err := ex.Install(ctx); err != nil {
 			return ctx, fmt.Errorf("install chaos executor %s: %w (is the chaos-agent image loaded? scripts/images.sh chaos-agent)", ex.Name(), err)
 		}
@@ -251,6 +255,7 @@ func TestConformance(t *testing.T) {
 	}
 	defs := selected(t)
 	meta := history.Meta{RunID: *runID, Seed: *seed, Versions: map[string]string{"go": runtime.Version()}, Flags: os.Args[1:]}
+	maps.Copy(meta.Versions, clusterVersions)
 	for src, ref := range pushed {
 		meta.Versions["image "+src] = ref // what ran, by digest (--image-repo)
 	}

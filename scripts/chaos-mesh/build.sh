@@ -25,7 +25,7 @@ set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac

@@ -11,6 +11,8 @@
 # debootstrap root filesystems (node base, tools for kube-proxy/kindnetd/helper).
 # Then component images, a server tarball and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
+#   --print-tag  print the tag these inputs give and build nothing (kind-up.sh
+#                compares it with a running cluster's image)
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
@@ -18,6 +20,7 @@ source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 case "${1:-}" in
 -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--print-tag) PRINT_TAG=1 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
 esac
@@ -173,24 +176,33 @@ build_node_image() {
 	rm -f "$tarball"
 }
 
-main() {
+# tags: set image and base (the tags) and comp_hash, nodefs_hash and
+# tools_hash (the cached artifacts' names). One hash per artifact, from
+# exactly what goes into it (file contents, versions, and the text of the
+# shell functions that build it), so a change rebuilds only what it affects.
+tags() {
 	ensure_kind_module
 	local cnames; cnames="$(kind_const kindnetdImage const_cni.go) $(kind_const storageProvisionerImage const_storage.go) $(kind_const storageHelperImage const_storage.go)"
 	[ "$(wc -w <<<"$cnames")" = 3 ] || die "could not read image names from kind's module at $KIND_MOD"
-	# One hash per artifact, from exactly what goes into it (file contents,
-	# versions, and the text of the shell functions that build it), so a change
-	# rebuilds only what it affects.
-	local bins_hash comp_hash nodefs_hash tools_hash base_hash hash
+	local bins_hash base_hash hash
 	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
 	comp_hash=$(hash_str "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
 	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
 	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball build_node_image)")
-	local image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
+	image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
+}
+
+main() {
+	local image base comp_hash nodefs_hash tools_hash
+	tags
+	if [ -n "${PRINT_TAG:-}" ]; then
+		echo "$image"; return 0
+	fi
 	ensure_docker
 	if docker image inspect "$image" >/dev/null 2>&1; then
-		log "node image $image is cached (input hash $hash): nothing to build"
+		log "node image $image is cached: nothing to build"
 		echo "$image"; return 0
 	fi
 	log "building node image $image (cached steps are skipped; from nothing it takes 8-23 min on 2 cores, by machine (docs/kind.md); logs in $FENCECHECK_CACHE/logs/)"

@@ -1,0 +1,34 @@
+package collect
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func nodeWith(name, kubelet, runtime string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{
+		KubeletVersion: kubelet, ContainerRuntimeVersion: runtime, KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"}}}
+}
+
+// A cluster whose nodes run two kubelet versions (one node not yet
+// upgraded) says both: the history must not name only the first node's.
+func TestClusterVersions(t *testing.T) {
+	kube := fake.NewClientset(nodeWith("b", "v1.34.4", "containerd://2.2.1"), nodeWith("a", "v1.35.3", "containerd://2.2.1"), nodeWith("c", "v1.35.3", "containerd://2.2.1"))
+	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: "v1.35.3"}
+	got, err := ClusterVersions(context.Background(), kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kubernetes": "v1.35.3", "kubelet": "v1.34.4, v1.35.3", "container runtime": "containerd://2.2.1",
+		"kernel": "6.1.0", "node os": "Debian GNU/Linux 12 (bookworm)"}
+	if !maps.Equal(got, want) {
+		t.Errorf("ClusterVersions = %v, want %v", got, want)
+	}
+}
