@@ -125,7 +125,7 @@ func assembleImage(s imageSpec) (v1.Image, error) {
 	img := empty.Image
 	var layers []v1.Layer
 	for _, p := range s.RootfsTars {
-		l, err := tarball.LayerFromFile(p, tarball.WithCompressionLevel(gzip.BestSpeed))
+		l, err := tarball.LayerFromFile(p, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 		if err != nil {
 			return nil, fmt.Errorf("layer from %s: %w", p, err)
 		}
@@ -138,7 +138,7 @@ func assembleImage(s imageSpec) (v1.Image, error) {
 		}
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(data)), nil
-		}, tarball.WithCompressionLevel(gzip.BestSpeed))
+		}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 		if err != nil {
 			return nil, err
 		}

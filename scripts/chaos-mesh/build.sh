@@ -18,8 +18,8 @@
 # root (as a dependency of ours its replace directives would be lost). The
 # controller builds with CGO off; the daemon with cgo (its BlockChaos client
 # is C; it links against glibc, which the Debian root filesystem has). The
-# daemon image reuses the node image's tools root filesystem (iptables,
-# ipset, iproute2) if it is cached, else debootstraps its own.
+# daemon image reuses the node image's root filesystem (iptables, ipset,
+# iproute2) if it is cached, else debootstraps its own.
 # FENCECHECK_CHAOS_MESH_SALT=x adds x to the hash (force a rebuild).
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
@@ -74,11 +74,12 @@ binaries() {
 	step "go build imgbuild" bash -c "cd '$FENCECHECK_ROOT' && CGO_ENABLED=0 go build -trimpath -o '$out/imgbuild' ./cmd/imgbuild"
 }
 
-# daemon_rootfs: a cached tools root filesystem of the node image build
-# (it has iptables, ipset, iproute2), else our own debootstrap.
+# daemon_rootfs: a cached root filesystem of the node image build with
+# iptables, ipset, iproute2 and tc (the node's; before 2026-12-07 a separate
+# tools one), else our own debootstrap.
 daemon_rootfs() {
 	local f
-	for f in $(ls -t "$FENCECHECK_CACHE"/nodeimage/rootfs-tools-*.tar 2>/dev/null); do
+	for f in $(ls -t "$FENCECHECK_CACHE"/nodeimage/rootfs-node-*.tar "$FENCECHECK_CACHE"/nodeimage/rootfs-tools-*.tar 2>/dev/null); do
 		if tar -tf "$f" ./usr/sbin/ipset ./usr/sbin/iptables ./usr/sbin/ip ./usr/sbin/tc >/dev/null 2>&1; then
 			echo "$f"; return 0
 		fi

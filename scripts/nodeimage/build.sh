@@ -7,9 +7,10 @@
 #
 # Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
 # etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner,
-# containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; two
-# debootstrap root filesystems (node base, tools for kube-proxy/kindnetd/helper).
-# Then component images, a server tarball and `kind build node-image --type file`.
+# containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; one
+# debootstrap root filesystem (the node's, also under kube-proxy, kindnetd and
+# the local-path helper). Then the base image beside the component images
+# and a server tarball, and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 #   --print-tag  print the tag these inputs give and build nothing (kind-up.sh
 #                compares it with a running cluster's image)
@@ -19,7 +20,7 @@ source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --print-tag) PRINT_TAG=1 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -34,8 +35,11 @@ ETCD_TAG=3.6.6-0
 PAUSE_TAG=3.10.1
 DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-NODE_PKGS=systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,runc,containernetworking-plugins,socat,ebtables,e2fsprogs
-TOOLS_PKGS=iptables,nftables,conntrack,ipset,iproute2,kmod,ebtables
+# The node's packages. The same root filesystem is under the images that
+# need tools (kube-proxy, kindnetd, the local-path helper: iptables, nftables,
+# conntrack, ipset, iproute2, kmod, ebtables) and chaos-daemon's: a second
+# debootstrap for them cost more CPU (28 s here) than their bigger layer.
+NODE_PKGS=systemd,conntrack,iptables,nftables,ipset,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,runc,containernetworking-plugins,socat,ebtables,e2fsprogs
 
 NI="$FENCECHECK_ROOT/scripts/nodeimage"
 WORK="$FENCECHECK_CACHE/nodeimage"
@@ -101,7 +105,6 @@ customize_node() {
 	local p
 	for p in host-local loopback ptp portmap; do cp "$d/usr/lib/cni/$p" "$d/opt/cni/bin/"; done
 }
-customize_tools() { :; }
 
 # node_layer_tar BINS OUT.tar: containerd, crictl and the containerd config on top of the
 # base root filesystem. restrict_oom_score_adj: the nested runc cannot lower
@@ -119,27 +122,43 @@ node_layer_tar() {
 	tar --numeric-owner --owner=0 --group=0 -C "$s" -cf "$out" . && rm -rf "$s"
 }
 
-# component_images COMP TOOLS.tar OUTDIR BINDIR: image archives kind's
-# tarball builder reads. kube-proxy.tar also carries every other image the
-# node needs (kind reads tags from `repositories`, written first).
-component_images() {
-	local comp=$1 tools=$2 out=$3 bins=$4 ib="$1/imgbuild" t="$3/single"
-	mkdir -p "$t"
+# in_parallel FAILED CMD...: run CMD in the background once fewer jobs than
+# cores run; a failure appends CMD to the file FAILED (the caller waits for
+# all, then reads it). Each imgbuild is one gzip stream: one core each. The
+# caller runs in a subshell of its own, so the jobs counted and waited for
+# are its own (not the base image building beside it).
+in_parallel() {
+	local failed=$1; shift
+	while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+	{ "$@" || echo "$*" >>"$failed"; } &
+}
+
+# component_images COMP ROOTFS.tar OUTDIR BINDIR: image archives kind's
+# tarball builder reads, built side by side. kube-proxy.tar also carries
+# every other image the node needs (kind reads tags from `repositories`,
+# written first). A subshell: its jobs are its own (in_parallel).
+component_images() (
+	local comp=$1 rootfs=$2 out=$3 bins=$4 ib="$1/imgbuild" t="$3/single" failed="$3/failed"
+	mkdir -p "$t"; : >"$failed"
 	local c
 	for c in kube-apiserver kube-controller-manager kube-scheduler; do
-		"$ib" image --tag "registry.k8s.io/$c:$K8S_VERSION" --out "$t/$c.tar" --add "$bins/$c:/usr/local/bin/$c" --entrypoint "/usr/local/bin/$c"
-		"$ib" archive --out "$out/$c.tar" "$t/$c.tar"
+		in_parallel "$failed" "$ib" image --tag "registry.k8s.io/$c:$K8S_VERSION" --out "$t/$c.tar" --add "$bins/$c:/usr/local/bin/$c" --entrypoint "/usr/local/bin/$c"
 	done
-	"$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --rootfs-tar "$tools" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
-	"$ib" image --tag "registry.k8s.io/etcd:$ETCD_TAG" --out "$t/etcd.tar" --add "$bins/etcd:/usr/local/bin/etcd" --add "$bins/etcdctl:/usr/local/bin/etcdctl" --entrypoint /usr/local/bin/etcd
-	"$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$bins/coredns:/coredns" --entrypoint /coredns
-	"$ib" image --tag "registry.k8s.io/pause:$PAUSE_TAG" --out "$t/pause.tar" --add "$comp/pause:/pause" --entrypoint /pause
-	"$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --rootfs-tar "$tools" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
-	"$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$bins/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
-	"$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --rootfs-tar "$tools" --cmd /bin/sh
-	"$ib" archive --out "$out/kube-proxy.tar" "$t"/{kube-proxy,etcd,coredns,pause,kindnetd,lpp,helper}.tar
-	rm -rf "$t"
-}
+	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --rootfs-tar "$rootfs" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
+	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/etcd:$ETCD_TAG" --out "$t/etcd.tar" --add "$bins/etcd:/usr/local/bin/etcd" --add "$bins/etcdctl:/usr/local/bin/etcdctl" --entrypoint /usr/local/bin/etcd
+	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$bins/coredns:/coredns" --entrypoint /coredns
+	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/pause:$PAUSE_TAG" --out "$t/pause.tar" --add "$comp/pause:/pause" --entrypoint /pause
+	in_parallel "$failed" "$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --rootfs-tar "$rootfs" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
+	in_parallel "$failed" "$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$bins/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
+	in_parallel "$failed" "$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --rootfs-tar "$rootfs" --cmd /bin/sh
+	wait
+	[ ! -s "$failed" ] || { log "imgbuild failed: $(cat "$failed")"; exit 1; }
+	for c in kube-apiserver kube-controller-manager kube-scheduler; do
+		"$ib" archive --out "$out/$c.tar" "$t/$c.tar" || exit
+	done
+	"$ib" archive --out "$out/kube-proxy.tar" "$t"/{kube-proxy,etcd,coredns,pause,kindnetd,lpp,helper}.tar || exit
+	rm -rf "$t" "$failed"
+)
 
 server_tarball() {
 	local bins=$1 imgs=$2 out=$3 s="$WORK/server.tmp"
@@ -147,7 +166,9 @@ server_tarball() {
 	echo "$K8S_VERSION" >"$s/kubernetes/version"
 	ln "$bins"/{kubeadm,kubelet,kubectl} "$s/kubernetes/server/bin/" 2>/dev/null || cp "$bins"/{kubeadm,kubelet,kubectl} "$s/kubernetes/server/bin/"
 	ln "$imgs"/*.tar "$s/kubernetes/server/bin/" 2>/dev/null || cp "$imgs"/*.tar "$s/kubernetes/server/bin/"
-	tar -C "$s" -cf - kubernetes | gzip -1 >"$out.tmp" && mv "$out.tmp" "$out"
+	# kind reads only gzip; pigz uses every core (apt_install brings it).
+	local gz=gzip; ! command -v pigz >/dev/null || gz=pigz
+	tar -C "$s" -cf - kubernetes | "$gz" -1 >"$out.tmp" && mv "$out.tmp" "$out"
 	rm -rf "$s"
 }
 
@@ -161,23 +182,30 @@ build_base() {
 	rm -f "$WORK/base.tar" "$layer"
 }
 
-# build_node_image: component images, the server tarball, then kind's own
-# node-image build on top of our base image (no pulls: every image it needs
-# is in the tarball's archives).
+# build_node_image: component images and the server tarball, while the base
+# image builds and loads beside them, then kind's own node-image build on
+# top of the base image (no pulls: every image it needs is in the tarball's
+# archives).
 build_node_image() {
-	local comp=$1 tools=$2 bins=$3 base=$4 image=$5 imgs="$WORK/images.tmp" tarball="$WORK/kubernetes-server-linux-amd64.tar.gz"
+	local comp=$1 nodefs=$2 bins=$3 base=$4 image=$5 imgs="$WORK/images.tmp" tarball="$WORK/kubernetes-server-linux-amd64.tar.gz"
+	local base_pid=""
+	if ! docker image inspect "$base" >/dev/null 2>&1; then
+		build_base "$comp" "$bins" "$nodefs" "$base" &
+		base_pid=$!
+	fi
 	rm -rf "$imgs"; mkdir -p "$imgs"
 	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
-		component_images "$comp" "$tools" "$imgs" "$bins"
+		component_images "$comp" "$nodefs" "$imgs" "$bins"
 	step "server tarball" server_tarball "$bins" "$imgs" "$tarball"
 	rm -rf "$imgs"
+	[ -z "$base_pid" ] || wait "$base_pid" || die "building the base image $base failed (see above)"
 	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
 		"$KIND" build node-image --type file "$tarball" --base-image "$base" --image "$image"
 	rm -f "$tarball"
 }
 
-# tags: set image and base (the tags) and comp_hash, nodefs_hash and
-# tools_hash (the cached artifacts' names). One hash per artifact, from
+# tags: set image and base (the tags) and comp_hash and nodefs_hash (the
+# cached artifacts' names). One hash per artifact, from
 # exactly what goes into it (file contents, versions, and the text of the
 # shell functions that build it), so a change rebuilds only what it affects.
 tags() {
@@ -188,14 +216,13 @@ tags() {
 	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
 	comp_hash=$(hash_str "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
 	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
-	tools_hash=$(hash_str "$DEBIAN_SUITE $TOOLS_PKGS" "$(declare -f debootstrap_tar customize_tools)")
 	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
-	hash=$(hash_str "$bins_hash $base_hash $tools_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f component_images server_tarball build_node_image)")
+	hash=$(hash_str "$bins_hash $base_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f in_parallel component_images server_tarball build_node_image)")
 	image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
 }
 
 main() {
-	local image base comp_hash nodefs_hash tools_hash
+	local image base comp_hash nodefs_hash
 	tags
 	if [ -n "${PRINT_TAG:-}" ]; then
 		echo "$image"; return 0
@@ -206,21 +233,20 @@ main() {
 		echo "$image"; return 0
 	fi
 	log "building node image $image (cached steps are skipped; from nothing it takes 8-23 min on 2 cores, by machine (docs/kind.md); logs in $FENCECHECK_CACHE/logs/)"
-	apt_install debootstrap jq
+	apt_install debootstrap jq pigz
 	local t0; t0=$(date +%s)
-	local comp="$WORK/components-$comp_hash" tools="$WORK/rootfs-tools-$tools_hash.tar" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
+	local comp="$WORK/components-$comp_hash" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
 
-	# Lane 1 (network + dpkg): the two root filesystems. Lane 2 (CPU): the
+	# Lane 1 (network + dpkg): the root filesystem. Lane 2 (CPU): the
 	# node's go build. Lane 3: our small Go builds and the kind CLI.
 	local rootfs_pid=""
-	if [ ! -f "$nodefs" ] || [ ! -f "$tools" ]; then
+	if [ ! -f "$nodefs" ]; then
 		(
 			# Lanes 1 and 3 have slack; lane 2, the node's go build, is the
 			# critical path and CPU-bound (its wall is 1.06x its CPU floor on
 			# 2 cores): niced, they take the cores it leaves idle first.
 			renice -n 10 -p "$BASHPID" >/dev/null
-			[ -f "$nodefs" ] || step "debootstrap node base ($DEBIAN_SUITE)" debootstrap_tar node "$NODE_PKGS" "$nodefs" customize_node
-			[ -f "$tools" ] || step "debootstrap tools rootfs ($DEBIAN_SUITE)" debootstrap_tar tools "$TOOLS_PKGS" "$tools" customize_tools
+			step "debootstrap node base ($DEBIAN_SUITE)" debootstrap_tar node "$NODE_PKGS" "$nodefs" customize_node
 		) &
 		rootfs_pid=$!
 	fi
@@ -236,12 +262,11 @@ main() {
 	local bins; bins=$(step "node binaries (scripts/k8s-bins.sh)" bash "$FENCECHECK_ROOT/scripts/k8s-bins.sh")
 	wait "$comp_pid" || die "building the components or the kind CLI failed (see above)"
 	if [ -n "$rootfs_pid" ]; then
-		log "waiting for the root filesystems"
-		wait "$rootfs_pid" || die "building a root filesystem failed (see above)"
+		log "waiting for the root filesystem"
+		wait "$rootfs_pid" || die "building the root filesystem failed (see above)"
 	fi
 
-	docker image inspect "$base" >/dev/null 2>&1 || build_base "$comp" "$bins" "$nodefs" "$base"
-	step "node image from server tarball" build_node_image "$comp" "$tools" "$bins" "$base" "$image"
+	step "node image from server tarball" build_node_image "$comp" "$nodefs" "$bins" "$base" "$image"
 	log "node image $image built in $(( $(date +%s) - t0 ))s"
 	echo "$image"
 }
