@@ -27,6 +27,16 @@ _fc_t0=$(date +%s)
 log() { printf '[%s +%4ss] %s\n' "$(date -u +%H:%M:%S)" "$(( $(date +%s) - _fc_t0 ))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# in_parallel FAILED CMD...: run CMD in the background once fewer jobs than
+# cores run; a failure appends CMD to the file FAILED (the caller waits for
+# all, then reads it). Run the caller in a subshell of its own when other
+# jobs of the shell must not count or be waited for.
+in_parallel() {
+	local failed=$1; shift
+	while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+	{ "$@" || echo "$*" >>"$failed"; } &
+}
+
 # step NAME CMD...: run CMD, printing when it starts and how long it took.
 # On failure it says which step failed and returns the command's status.
 step() {

@@ -122,17 +122,6 @@ node_layer_tar() {
 	tar --numeric-owner --owner=0 --group=0 -C "$s" -cf "$out" . && rm -rf "$s"
 }
 
-# in_parallel FAILED CMD...: run CMD in the background once fewer jobs than
-# cores run; a failure appends CMD to the file FAILED (the caller waits for
-# all, then reads it). Each imgbuild is one gzip stream: one core each. The
-# caller runs in a subshell of its own, so the jobs counted and waited for
-# are its own (not the base image building beside it).
-in_parallel() {
-	local failed=$1; shift
-	while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
-	{ "$@" || echo "$*" >>"$failed"; } &
-}
-
 # component_images COMP ROOTFS.tar OUTDIR BINDIR: image archives kind's
 # tarball builder reads, built side by side. kube-proxy.tar also carries
 # every other image the node needs (kind reads tags from `repositories`,
