@@ -161,13 +161,15 @@ server_tarball() {
 	rm -rf "$s"
 }
 
+# build_base: returns at the first failed step (errexit may not apply:
+# build_node_image's caller runs it as an `if` condition).
 build_base() {
 	local comp=$1 bins=$2 nodefs=$3 base=$4 layer="$WORK/node-layer.tar"
-	step "node layer (containerd, crictl, config)" node_layer_tar "$bins" "$layer"
+	step "node layer (containerd, crictl, config)" node_layer_tar "$bins" "$layer" || return
 	step "base image $base" "$comp/imgbuild" image --tag "$base" --out "$WORK/base.tar" \
 		--rootfs-tar "$nodefs" --rootfs-tar "$layer" \
-		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3'
-	step "docker load base image" bash -c "docker load -q -i '$WORK/base.tar' >&2"
+		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3' || return
+	step "docker load base image" bash -c "docker load -q -i '$WORK/base.tar' >&2" || return
 	rm -f "$WORK/base.tar" "$layer"
 }
 
@@ -183,13 +185,15 @@ build_node_image() {
 		base_pid=$!
 	fi
 	rm -rf "$imgs"; mkdir -p "$imgs"
+	# Each step returns on failure: a caller's `step` runs this function
+	# as an `if` condition, where bash's errexit does not apply.
 	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
-		component_images "$comp" "$nodefs" "$imgs" "$bins"
-	step "server tarball" server_tarball "$bins" "$imgs" "$tarball"
+		component_images "$comp" "$nodefs" "$imgs" "$bins" || return
+	step "server tarball" server_tarball "$bins" "$imgs" "$tarball" || return
 	rm -rf "$imgs"
 	[ -z "$base_pid" ] || wait "$base_pid" || die "building the base image $base failed (see above)"
 	step "kind build node-image $image" run_logged "$FENCECHECK_CACHE/logs/kind-build-node-image.log" \
-		"$KIND" build node-image --type file "$tarball" --base-image "$base" --image "$image"
+		"$KIND" build node-image --type file "$tarball" --base-image "$base" --image "$image" || return
 	rm -f "$tarball"
 }
 
