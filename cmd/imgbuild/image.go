@@ -27,6 +27,7 @@ type fileAdd struct {
 
 type imageSpec struct {
 	Tag, Out        string
+	Layers          []string // made by `imgbuild layer`
 	RootfsTars      []string
 	Files           []fileAdd
 	Entrypoint, Cmd []string
@@ -59,8 +60,8 @@ func (s imageSpec) validate() error {
 	if _, err := name.NewTag(s.Tag); err != nil {
 		return fmt.Errorf("--tag %q: %v", s.Tag, err)
 	}
-	if len(s.RootfsTars) == 0 && len(s.Files) == 0 {
-		return fmt.Errorf("image needs at least one --rootfs-tar or --add")
+	if len(s.Layers) == 0 && len(s.RootfsTars) == 0 && len(s.Files) == 0 {
+		return fmt.Errorf("image needs at least one --layer, --rootfs-tar or --add")
 	}
 	for _, e := range s.Env {
 		if !strings.Contains(e, "=") {
@@ -124,6 +125,13 @@ func filesLayerTar(files []fileAdd) ([]byte, error) {
 func assembleImage(s imageSpec) (v1.Image, error) {
 	img := empty.Image
 	var layers []v1.Layer
+	for _, p := range s.Layers {
+		l, err := openLayer(p)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
 	for _, p := range s.RootfsTars {
 		l, err := tarball.LayerFromFile(p, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 		if err != nil {

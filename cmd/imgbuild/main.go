@@ -1,11 +1,13 @@
 // Command imgbuild assembles container images without `docker build`:
 //
-//	imgbuild image   --tag REF --out FILE [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]...
+//	imgbuild image   --tag REF --out FILE [--layer FILE]... [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]...
 //	                 [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR] [--user UID[:GID]]
+//	imgbuild layer   --out FILE TAR
 //	imgbuild archive --out FILE IMAGE.tar...
 //
-// `image` writes a docker-loadable archive (layers: each rootfs tar in order,
-// then one layer with the --add files). `archive` merges single-image archives
+// `image` writes a docker-loadable archive (layers: each --layer in order,
+// each rootfs tar in order, then one layer with the --add files). `layer`
+// compresses a root filesystem once, for every image built on it. `archive` merges single-image archives
 // into one multi-image archive whose `repositories` entry comes first, which is
 // the form `kind build node-image` reads image tags from.
 package main
@@ -29,7 +31,8 @@ func main() {
 }
 
 const usage = `usage:
-  imgbuild image   --tag REF --out FILE [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]... [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR] [--user UID[:GID]]
+  imgbuild image   --tag REF --out FILE [--layer FILE]... [--rootfs-tar TAR]... [--add SRC:DST[:MODE]]... [--entrypoint A,B] [--cmd A,B] [--env K=V]... [--stopsignal SIG] [--workdir DIR] [--user UID[:GID]]
+  imgbuild layer   --out FILE TAR
   imgbuild archive --out FILE IMAGE.tar...`
 
 func run(args []string, stderr io.Writer) error {
@@ -43,6 +46,8 @@ func run(args []string, stderr io.Writer) error {
 	switch args[0] {
 	case "image":
 		return runImage(args[1:], stderr)
+	case "layer":
+		return runLayer(args[1:], stderr)
 	case "archive":
 		return runArchive(args[1:], stderr)
 	default:
@@ -71,6 +76,7 @@ func runImage(args []string, stderr io.Writer) error {
 	var entrypoint, cmd string
 	fs.StringVar(&spec.Tag, "tag", "", "image reference to tag the archive with (required)")
 	fs.StringVar(&spec.Out, "out", "", "output archive path (required)")
+	fs.Var((*listFlag)(&spec.Layers), "layer", "a layer made by `imgbuild layer`, below the --rootfs-tar ones (repeatable)")
 	fs.Var((*listFlag)(&spec.RootfsTars), "rootfs-tar", "uncompressed tar of a root filesystem, one layer each (repeatable)")
 	fs.Var(&adds, "add", "SRC:DST[:MODE] file to add in the final layer (repeatable, MODE octal, default 0755)")
 	fs.StringVar(&entrypoint, "entrypoint", "", "comma-separated entrypoint")

@@ -122,8 +122,9 @@ node_layer_tar() {
 	tar --numeric-owner --owner=0 --group=0 -C "$s" -cf "$out" . && rm -rf "$s"
 }
 
-# component_images COMP ROOTFS.tar OUTDIR BINDIR: image archives kind's
-# tarball builder reads, built side by side. kube-proxy.tar also carries
+# component_images COMP ROOTFS.layer OUTDIR BINDIR: image archives kind's
+# tarball builder reads, built side by side (the root filesystem compressed
+# once, by `imgbuild layer`, for every image on it). kube-proxy.tar also carries
 # every other image the node needs (kind reads tags from `repositories`,
 # written first). A subshell: its jobs are its own (in_parallel).
 component_images() (
@@ -133,13 +134,13 @@ component_images() (
 	for c in kube-apiserver kube-controller-manager kube-scheduler; do
 		in_parallel "$failed" "$ib" image --tag "registry.k8s.io/$c:$K8S_VERSION" --out "$t/$c.tar" --add "$bins/$c:/usr/local/bin/$c" --entrypoint "/usr/local/bin/$c"
 	done
-	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --rootfs-tar "$rootfs" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
+	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/kube-proxy:$K8S_VERSION" --out "$t/kube-proxy.tar" --layer "$rootfs" --add "$bins/kube-proxy:/usr/local/bin/kube-proxy" --entrypoint /usr/local/bin/kube-proxy
 	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/etcd:$ETCD_TAG" --out "$t/etcd.tar" --add "$bins/etcd:/usr/local/bin/etcd" --add "$bins/etcdctl:/usr/local/bin/etcdctl" --entrypoint /usr/local/bin/etcd
 	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" --out "$t/coredns.tar" --add "$bins/coredns:/coredns" --entrypoint /coredns
 	in_parallel "$failed" "$ib" image --tag "registry.k8s.io/pause:$PAUSE_TAG" --out "$t/pause.tar" --add "$comp/pause:/pause" --entrypoint /pause
-	in_parallel "$failed" "$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --rootfs-tar "$rootfs" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
+	in_parallel "$failed" "$ib" image --tag "$(kind_const kindnetdImage const_cni.go)" --out "$t/kindnetd.tar" --layer "$rootfs" --add "$comp/kindnetd:/bin/kindnetd" --entrypoint /bin/kindnetd
 	in_parallel "$failed" "$ib" image --tag "$(kind_const storageProvisionerImage const_storage.go)" --out "$t/lpp.tar" --add "$bins/local-path-provisioner:/usr/bin/local-path-provisioner" --entrypoint /usr/bin/local-path-provisioner
-	in_parallel "$failed" "$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --rootfs-tar "$rootfs" --cmd /bin/sh
+	in_parallel "$failed" "$ib" image --tag "$(kind_const storageHelperImage const_storage.go)" --out "$t/helper.tar" --layer "$rootfs" --cmd /bin/sh
 	wait
 	[ ! -s "$failed" ] || { log "imgbuild failed: $(cat "$failed")"; exit 1; }
 	for c in kube-apiserver kube-controller-manager kube-scheduler; do
@@ -161,13 +162,14 @@ server_tarball() {
 	rm -rf "$s"
 }
 
-# build_base: returns at the first failed step (errexit may not apply:
-# build_node_image's caller runs it as an `if` condition).
+# build_base COMP BINS ROOTFS.layer TAG: returns at the first failed step
+# (errexit may not apply: build_node_image's caller runs it as an `if`
+# condition).
 build_base() {
-	local comp=$1 bins=$2 nodefs=$3 base=$4 layer="$WORK/node-layer.tar"
+	local comp=$1 bins=$2 rootfs=$3 base=$4 layer="$WORK/node-layer.tar"
 	step "node layer (containerd, crictl, config)" node_layer_tar "$bins" "$layer" || return
 	step "base image $base" "$comp/imgbuild" image --tag "$base" --out "$WORK/base.tar" \
-		--rootfs-tar "$nodefs" --rootfs-tar "$layer" \
+		--layer "$rootfs" --rootfs-tar "$layer" \
 		--entrypoint /usr/local/bin/entrypoint,/sbin/init --env container=docker --stopsignal 'SIGRTMIN+3' || return
 	step "docker load base image" bash -c "docker load -q -i '$WORK/base.tar' >&2" || return
 	rm -f "$WORK/base.tar" "$layer"
@@ -179,16 +181,21 @@ build_base() {
 # archives).
 build_node_image() {
 	local comp=$1 nodefs=$2 bins=$3 base=$4 image=$5 imgs="$WORK/images.tmp" tarball="$WORK/kubernetes-server-linux-amd64.tar.gz"
+	# Each step returns on failure: a caller's `step` runs this function
+	# as an `if` condition, where bash's errexit does not apply.
+	# The root filesystem is under four images: compressed once, and kept
+	# beside its tar (ROOTFS.layer.json, written last, says it is whole).
+	local rootfs=${nodefs%.tar}.layer
+	[ -f "$rootfs.json" ] || step "compress the root filesystem once (imgbuild layer)" \
+		"$comp/imgbuild" layer --out "$rootfs" "$nodefs" || return
 	local base_pid=""
 	if ! docker image inspect "$base" >/dev/null 2>&1; then
-		build_base "$comp" "$bins" "$nodefs" "$base" &
+		build_base "$comp" "$bins" "$rootfs" "$base" &
 		base_pid=$!
 	fi
 	rm -rf "$imgs"; mkdir -p "$imgs"
-	# Each step returns on failure: a caller's `step` runs this function
-	# as an `if` condition, where bash's errexit does not apply.
 	step "component images (apiserver, controller-manager, scheduler, kube-proxy + etcd, coredns, pause, kindnetd, local-path)" \
-		component_images "$comp" "$nodefs" "$imgs" "$bins" || return
+		component_images "$comp" "$rootfs" "$imgs" "$bins" || return
 	step "server tarball" server_tarball "$bins" "$imgs" "$tarball" || return
 	rm -rf "$imgs"
 	[ -z "$base_pid" ] || wait "$base_pid" || die "building the base image $base failed (see above)"
@@ -239,6 +246,7 @@ main() {
 			# critical path and CPU-bound (its wall is 1.06x its CPU floor on
 			# 2 cores): niced, they take the cores it leaves idle first.
 			renice -n 10 -p "$BASHPID" >/dev/null
+			rm -f "${nodefs%.tar}.layer" "${nodefs%.tar}.layer.json" # a new tar's layer is made anew
 			step "debootstrap node base ($DEBIAN_SUITE)" debootstrap_tar node "$NODE_PKGS" "$nodefs" customize_node
 		) &
 		rootfs_pid=$!
