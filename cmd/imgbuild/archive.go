@@ -76,41 +76,31 @@ func mergeArchives(out string, inputs []string) error {
 	if err != nil {
 		return err
 	}
-	tmp := out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	tw := tar.NewWriter(f)
-	for _, meta := range []struct {
-		name string
-		v    any
-	}{{"repositories", repos}, {"manifest.json", all}} {
-		data, err := json.Marshal(meta.v)
-		if err != nil {
-			return err
+	return writeAtomic(out, func(w io.Writer) error {
+		tw := tar.NewWriter(w)
+		for _, meta := range []struct {
+			name string
+			v    any
+		}{{"repositories", repos}, {"manifest.json", all}} {
+			data, err := json.Marshal(meta.v)
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Name: meta.name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			if _, err := tw.Write(data); err != nil {
+				return err
+			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Name: meta.name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
+		seen := map[string]bool{"repositories": true, "manifest.json": true}
+		for _, in := range inputs {
+			if err := copyEntries(tw, in, seen); err != nil {
+				return err
+			}
 		}
-		if _, err := tw.Write(data); err != nil {
-			return err
-		}
-	}
-	seen := map[string]bool{"repositories": true, "manifest.json": true}
-	for _, in := range inputs {
-		if err := copyEntries(tw, in, seen); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, out)
+		return tw.Close()
+	})
 }
 
 func copyEntries(tw *tar.Writer, in string, seen map[string]bool) error {

@@ -59,6 +59,8 @@ func writeLayer(src, out string) error {
 	return writeAtomic(descPath(out), func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err })
 }
 
+// writeAtomic writes path through write into path.tmp, renamed into place
+// only when all of it was written: a failed run leaves no output behind.
 func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
