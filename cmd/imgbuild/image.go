@@ -122,6 +122,12 @@ func filesLayerTar(files []fileAdd) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// layerOptions is how every layer is compressed, here and by `imgbuild
+// layer` (an image on a stored layer is byte-identical to one on its tar):
+// gzip's fastest level, and once (go-containerregistry otherwise compresses
+// a layer again to write it after compressing it for its digest).
+var layerOptions = []tarball.LayerOption{tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching}
+
 func assembleImage(s imageSpec) (v1.Image, error) {
 	img := empty.Image
 	var layers []v1.Layer
@@ -133,7 +139,7 @@ func assembleImage(s imageSpec) (v1.Image, error) {
 		layers = append(layers, l)
 	}
 	for _, p := range s.RootfsTars {
-		l, err := tarball.LayerFromFile(p, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
+		l, err := tarball.LayerFromFile(p, layerOptions...)
 		if err != nil {
 			return nil, fmt.Errorf("layer from %s: %w", p, err)
 		}
@@ -146,7 +152,7 @@ func assembleImage(s imageSpec) (v1.Image, error) {
 		}
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(data)), nil
-		}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
+		}, layerOptions...)
 		if err != nil {
 			return nil, err
 		}

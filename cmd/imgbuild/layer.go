@@ -1,7 +1,6 @@
 package main
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,7 +29,7 @@ func descPath(file string) string { return file + ".json" }
 
 // writeLayer compresses the tar at src into out and writes out.json.
 func writeLayer(src, out string) error {
-	l, err := tarball.LayerFromFile(src, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
+	l, err := tarball.LayerFromFile(src, layerOptions...)
 	if err != nil {
 		return fmt.Errorf("layer from %s: %w", src, err)
 	}

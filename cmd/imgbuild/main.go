@@ -7,9 +7,10 @@
 //
 // `image` writes a docker-loadable archive (layers: each --layer in order,
 // each rootfs tar in order, then one layer with the --add files). `layer`
-// compresses a root filesystem once, for every image built on it. `archive` merges single-image archives
-// into one multi-image archive whose `repositories` entry comes first, which is
-// the form `kind build node-image` reads image tags from.
+// compresses a root filesystem once, for every image built on it. `archive`
+// merges single-image archives into one multi-image archive whose
+// `repositories` entry comes first, which is the form `kind build
+// node-image` reads image tags from.
 package main
 
 import (
