@@ -146,11 +146,12 @@ func TestAgentKilledMidPauseStillThawsOnTime(t *testing.T) {
 	defer e.ex.DeletePause(context.Background(), testNS, w.Name)
 	end := e.pauseDeadline(t, w.Name)
 	before := restartCount(ctx, e, agentPod.Name)
-	e.killAgent(t, node)
+	killed := e.killAgent(t, node)
 	waitFor(t, ctx, "the agent container restarted", func() (bool, string) {
 		n := restartCount(ctx, e, agentPod.Name)
 		return n > before, fmt.Sprintf("restarts %d", n)
 	})
+	logRestart(t, "restarted", killed, end)
 	if time.Until(end) < 3*time.Second {
 		t.Fatalf("the agent restarted only %s before the deadline (kubelet back-off?)", time.Until(end))
 	}
