@@ -15,8 +15,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -336,65 +338,67 @@ done; [ $found = 1 ] || { echo "no netns holds $0" >&2; exit 3; }`
 	return lines
 }
 
+// One prober per node, cut at the same time: each cut is scoped to one
+// pod's network namespace, so neither may hurt the other.
 func TestPartitionCutsOnlyTheAPIServer(t *testing.T) {
 	e := setup(t)
-	for node, pod := range e.probers {
-		t.Run(pod, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			const dur = 12 * time.Second
-			// Port-scoped (the CLI's default): the apiserver's pod proxy can
-			// still read the prober's counters from another node.
-			nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur})
-			w, err := e.ex.Inject(ctx, nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.ex.Delete(context.Background(), testNS, w.Name)
-			if r := e.podRoutes(t, node, pod); len(r) != len(e.targets)*len(e.ports) {
-				t.Fatalf("node %s during the cut: want %d tagged rules, have %v", node, len(e.targets)*len(e.ports), r)
-			} else {
-				t.Logf("routes on %s: %v", node, r)
-			}
-			// Measure from the first failure on, so requests in flight at
-			// injection do not count either way.
-			waitFor(t, ctx, "one failed apiserver request after injection", func() (bool, string) {
-				s := e.stats(t, ctx, pod)
-				return s.LastAPIError != "" && s.APIServerFail > 0, fmt.Sprintf("%+v", s)
-			})
-			in0 := e.stats(t, ctx, pod)
-			waitFor(t, ctx, "5 more failed apiserver requests", func() (bool, string) {
-				s := e.stats(t, ctx, pod)
-				return s.APIServerFail >= in0.APIServerFail+5, fmt.Sprintf("%+v", s)
-			})
-			in1 := e.stats(t, ctx, pod)
-			t.Logf("inside the cut: apiserver ok +%d fail +%d, service ok +%d fail +%d (last apiserver error %q)",
-				in1.APIServerOK-in0.APIServerOK, in1.APIServerFail-in0.APIServerFail, in1.URLOK-in0.URLOK, in1.URLFail-in0.URLFail, in1.LastAPIError)
-			if in1.APIServerOK != in0.APIServerOK {
-				t.Errorf("apiserver requests succeeded during the cut: +%d", in1.APIServerOK-in0.APIServerOK)
-			}
-			if in1.URLFail != in0.URLFail || in1.URLOK < in0.URLOK+3 {
-				t.Errorf("service traffic hurt by the cut: ok +%d fail +%d", in1.URLOK-in0.URLOK, in1.URLFail-in0.URLFail)
-			}
-			rw, err := e.ex.WaitRecovered(ctx, testNS, w.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			length := rw.Recovered.Sub(rw.Injected)
-			t.Logf("window %s → %s (%s for a %s partition)", rw.Injected.Format(time.RFC3339Nano), rw.Recovered.Format(time.RFC3339Nano), length, dur)
-			if length < dur-time.Second || length > dur+3*time.Second {
-				t.Errorf("partition lasted %s, asked %s", length, dur)
-			}
-			if r := e.podRoutes(t, node, pod); len(r) != 0 {
-				t.Fatalf("routes left on %s after recovery: %v", node, r)
-			}
-			after := e.stats(t, ctx, pod)
-			waitFor(t, ctx, "apiserver reachable again", func() (bool, string) {
-				s := e.stats(t, ctx, pod)
-				return s.APIServerOK > after.APIServerOK+2, fmt.Sprintf("%+v", s)
-			})
+	nodes := slices.Sorted(maps.Keys(e.probers))
+	onEachNode(t, nodes, len(nodes), func(t *testing.T, _ int, node string) {
+		pod := e.probers[node]
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		const dur = 12 * time.Second
+		// Port-scoped (the CLI's default): the apiserver's pod proxy can
+		// still read the prober's counters from another node.
+		nc := NewPartition(PartitionSpec{PodNamespace: testNS, PodName: pod, Targets: e.targets, TCPPorts: e.ports, Duration: dur})
+		w, err := e.ex.Inject(ctx, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.ex.Delete(context.Background(), testNS, w.Name)
+		if r := e.podRoutes(t, node, pod); len(r) != len(e.targets)*len(e.ports) {
+			t.Fatalf("node %s during the cut: want %d tagged rules, have %v", node, len(e.targets)*len(e.ports), r)
+		} else {
+			t.Logf("routes on %s: %v", node, r)
+		}
+		// Measure from the first failure on, so requests in flight at
+		// injection do not count either way.
+		waitFor(t, ctx, "one failed apiserver request after injection", func() (bool, string) {
+			s := e.stats(t, ctx, pod)
+			return s.LastAPIError != "" && s.APIServerFail > 0, fmt.Sprintf("%+v", s)
 		})
-	}
+		in0 := e.stats(t, ctx, pod)
+		waitFor(t, ctx, "5 more failed apiserver requests", func() (bool, string) {
+			s := e.stats(t, ctx, pod)
+			return s.APIServerFail >= in0.APIServerFail+5, fmt.Sprintf("%+v", s)
+		})
+		in1 := e.stats(t, ctx, pod)
+		t.Logf("inside the cut: apiserver ok +%d fail +%d, service ok +%d fail +%d (last apiserver error %q)",
+			in1.APIServerOK-in0.APIServerOK, in1.APIServerFail-in0.APIServerFail, in1.URLOK-in0.URLOK, in1.URLFail-in0.URLFail, in1.LastAPIError)
+		if in1.APIServerOK != in0.APIServerOK {
+			t.Errorf("apiserver requests succeeded during the cut: +%d", in1.APIServerOK-in0.APIServerOK)
+		}
+		if in1.URLFail != in0.URLFail || in1.URLOK < in0.URLOK+3 {
+			t.Errorf("service traffic hurt by the cut: ok +%d fail +%d", in1.URLOK-in0.URLOK, in1.URLFail-in0.URLFail)
+		}
+		rw, err := e.ex.WaitRecovered(ctx, testNS, w.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		length := rw.Recovered.Sub(rw.Injected)
+		t.Logf("window %s → %s (%s for a %s partition)", rw.Injected.Format(time.RFC3339Nano), rw.Recovered.Format(time.RFC3339Nano), length, dur)
+		if length < dur-time.Second || length > dur+3*time.Second {
+			t.Errorf("partition lasted %s, asked %s", length, dur)
+		}
+		if r := e.podRoutes(t, node, pod); len(r) != 0 {
+			t.Fatalf("routes left on %s after recovery: %v", node, r)
+		}
+		after := e.stats(t, ctx, pod)
+		waitFor(t, ctx, "apiserver reachable again", func() (bool, string) {
+			s := e.stats(t, ctx, pod)
+			return s.APIServerOK > after.APIServerOK+2, fmt.Sprintf("%+v", s)
+		})
+	})
 }
 
 // The harness is SIGKILLed right after injection, 20 times: the agent must
@@ -403,10 +407,7 @@ func TestHarnessKilledMidPartitionLeavesNoRule(t *testing.T) {
 	e := setup(t)
 	const runs = 20
 	const dur = 4 * time.Second
-	var nodes []string
-	for n := range e.probers {
-		nodes = append(nodes, n)
-	}
+	nodes := slices.Sorted(maps.Keys(e.probers))
 	var mu sync.Mutex // the tallies, from one subtest per node
 	healed, maxLate, maxAgentLate := 0, time.Duration(0), time.Duration(0)
 	onEachNode(t, nodes, runs, func(t *testing.T, i int, node string) {

@@ -8,7 +8,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,10 +93,7 @@ func TestHarnessKilledMidPauseLeavesNothingFrozen(t *testing.T) {
 	e := setup(t)
 	const runs = 20
 	const dur = 3 * time.Second
-	var nodes []string
-	for n := range e.probers {
-		nodes = append(nodes, n)
-	}
+	nodes := slices.Sorted(maps.Keys(e.probers))
 	var mu sync.Mutex // the tallies, from one subtest per node
 	thawed := 0
 	var maxLate, minLate time.Duration = 0, time.Hour
