@@ -119,9 +119,9 @@ warn_other_image() {
 		want=$(bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh" --print-tag) ||
 			{ log "WARNING: could not work out this checkout's node image tag; not comparing it with the cluster's"; return 0; }
 	fi
-	have=$(awk '{print $3}' <<<"$1" | sort -u | tr '\n' ' ')
-	if [ "$have" != "$want " ]; then
-		log "WARNING: the cluster runs ${have% }; $from $want. The verdicts will be about the cluster's; 'make kind-down kind-up' to switch"
+	have=$(awk '{print $3}' <<<"$1" | sort -u) # one line per image its nodes run
+	if [ "$have" != "$want" ]; then
+		log "WARNING: the cluster runs ${have//$'\n'/ and }; $from $want. The verdicts will be about the cluster's; 'make kind-down kind-up' to switch"
 	fi
 }
 
