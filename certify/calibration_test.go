@@ -152,3 +152,41 @@ func TestCalibrateOutsideControls(t *testing.T) {
 	}
 	fmt.Print(table.String())
 }
+
+// TestCalibrateConcurrentRetries: how soon idempotency/concurrent-retries-
+// apply-once catches each race control (retryRounds rounds of 8 writers
+// sending one keyed write at once), seeds 1..n on a fresh sink each. It
+// prints the round that caught each run. Every run must be caught where
+// the race has a window (a lock removed around a commit, a pause); with
+// no window at all (check-then-act with no pause, 0 of 20 here) the rate
+// is only printed: that race is the concurrency profile's, whose burst
+// rounds TestCalibrateConcurrency holds to 19 of 20.
+//
+//	FENCECHECK_CALIBRATE=20 go test -run TestCalibrateConcurrentRetries -v ./certify/
+func TestCalibrateConcurrentRetries(t *testing.T) {
+	n := calibrationRuns(t)
+	const check = certify.ProfileIdempotency + "/concurrent-retries-apply-once"
+	for _, c := range boltRaceControls {
+		t.Run(c.name, func(t *testing.T) {
+			caught, rounds := 0, map[string]int{}
+			for seed := int64(1); seed <= int64(n); seed++ {
+				s := c.start(t)
+				rep, err := certify.Run(context.Background(), certify.Config{SinkURL: s.URL, Profiles: []string{certify.ProfileIdempotency}, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rep.Results {
+					if r.Name == check && !r.Passed() {
+						caught++
+						round, _, _ := strings.Cut(r.Message, ":")
+						rounds[round]++
+					}
+				}
+			}
+			fmt.Printf("calibration: %s: %s caught %d of %d, by %v\n", c.name, check, caught, n, rounds)
+			if caught < n && !c.noWindow {
+				t.Errorf("caught %d of %d runs, want every run", caught, n)
+			}
+		})
+	}
+}
