@@ -60,7 +60,7 @@ func main() {
 	for _, p := range pkgs {
 		total += p.seconds
 	}
-	fmt.Printf("packages (%d, %.0fs summed; packages of one area run two at a time):\n", len(pkgs), total)
+	fmt.Printf("packages (%d, %.0fs summed; packages of one area run two at a time, unit four):\n", len(pkgs), total)
 	for _, p := range pkgs {
 		if p.seconds >= 1 {
 			fmt.Printf("%8.1fs  %-12s %s\n", p.seconds, p.area, strings.TrimPrefix(p.pkg, "github.com/fencecheck/fencecheck/"))
