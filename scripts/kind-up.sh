@@ -200,12 +200,21 @@ keep_cluster_addresses_inside() {
 }
 
 main() {
-	step "docker" ensure_docker
+	# On a fresh machine no cluster can exist yet, and the node image build
+	# installs and starts docker beside its go build.
+	local fresh=""
+	if [ -z "${KIND_NODE_IMAGE:-}" ] && docker_to_install; then
+		fresh=1
+		log "docker is not installed: no cluster exists yet; the node image build installs it"
+	else
+		step "docker" ensure_docker
+	fi
 	raise_inotify_limits
 	mkdir -p /lib/modules
 	# The kind CLI is built where it is first needed: on a fresh machine
 	# that is inside the node image build, beside the big Go build.
-	local nodes; nodes=$(node_containers)
+	local nodes=""
+	[ -n "$fresh" ] || nodes=$(node_containers)
 	[ -z "$nodes" ] || ensure_kind_cli
 	if [ -n "$nodes" ] && reuse_existing "$nodes"; then
 		record_outcome reused
@@ -218,6 +227,7 @@ main() {
 		else
 			image=$(step "node image" bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
 		fi
+		[ -z "$fresh" ] || ensure_docker # started by the build: a check
 		ensure_kind_cli
 		create_cluster "$image"
 	fi

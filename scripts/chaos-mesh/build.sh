@@ -19,10 +19,11 @@
 # controller builds with CGO off; the daemon with cgo (its BlockChaos client
 # is C; it links against glibc, which the Debian root filesystem has). The
 # daemon image reuses the node image's root filesystem (iptables, ipset,
-# iproute2) if it is cached, else debootstraps its own.
+# iproute2) if it is cached, else builds its own (mmdebstrap).
 # FENCECHECK_CHAOS_MESH_SALT=x adds x to the hash (force a rebuild).
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
+source "$FENCECHECK_ROOT/scripts/lib/rootfs.sh"
 
 case "${1:-}" in
 -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -32,8 +33,6 @@ esac
 
 CM_MODULE=github.com/chaos-mesh/chaos-mesh
 CM_VERSION=v0.9.1-0.20260902003049-47411975a8cb
-DEBIAN_SUITE=bookworm
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 DAEMON_PKGS=iptables,ipset,iproute2
 HERE="$FENCECHECK_ROOT/scripts/chaos-mesh"
 WORK="$FENCECHECK_CACHE/chaos-mesh"
@@ -76,7 +75,7 @@ binaries() {
 
 # daemon_rootfs: a cached root filesystem of the node image build with
 # iptables, ipset, iproute2 and tc (the node's; before 2026-12-07 a separate
-# tools one), else our own debootstrap.
+# tools one), else our own.
 daemon_rootfs() {
 	local f
 	for f in $(ls -t "$FENCECHECK_CACHE"/nodeimage/rootfs-node-*.tar "$FENCECHECK_CACHE"/nodeimage/rootfs-tools-*.tar 2>/dev/null); do
@@ -84,15 +83,12 @@ daemon_rootfs() {
 			echo "$f"; return 0
 		fi
 	done
-	f="$WORK/rootfs-daemon-$(hash_str "$DEBIAN_SUITE $DAEMON_PKGS").tar"
+	f="$WORK/rootfs-daemon-$(hash_str "$DEBIAN_SUITE $DAEMON_PKGS" "$(declare -f debian_rootfs)").tar"
 	if [ ! -f "$f" ]; then
 		source "$FENCECHECK_ROOT/scripts/lib/docker.sh" # apt_install
-		apt_install debootstrap
 		local dir="$WORK/rootfs-daemon.tmp"
 		rm -rf "$dir"
-		step "debootstrap daemon rootfs ($DEBIAN_SUITE: $DAEMON_PKGS)" run_logged "$FENCECHECK_CACHE/logs/debootstrap-chaos-daemon.log" \
-			debootstrap --variant=minbase --include="$DAEMON_PKGS" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" ||
-			die "debootstrap failed: see $FENCECHECK_CACHE/logs/debootstrap-chaos-daemon.log (needs the Debian mirror $DEBIAN_MIRROR)"
+		step "daemon root filesystem ($DEBIAN_SUITE: $DAEMON_PKGS)" debian_rootfs "$dir" "$DAEMON_PKGS" chaos-daemon
 		rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb
 		tar --numeric-owner -C "$dir" -cf "$f.tmp" . && mv "$f.tmp" "$f" && rm -rf "$dir"
 	fi

@@ -25,6 +25,11 @@ apt_install() {
 		die "apt-get install ${missing[*]} failed"
 }
 
+# docker_to_install: a Debian machine (as root) with no dockerd yet, where
+# ensure_docker installs it. Nothing can be cached in docker there, so a
+# caller may install it beside other work instead of first.
+docker_to_install() { ! command -v dockerd >/dev/null && is_debian_root; }
+
 is_debian_root() { [ "$(id -u)" = 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null; }
 
 # install_runc_wrapper: build the wrapper into a permanent place when its

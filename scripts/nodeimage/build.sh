@@ -8,8 +8,8 @@
 # Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
 # etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner,
 # containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; one
-# debootstrap root filesystem (the node's, also under kube-proxy, kindnetd and
-# the local-path helper). Then the base image beside the component images
+# Debian root filesystem by mmdebstrap (the node's, also under kube-proxy,
+# kindnetd and the local-path helper). Then the base image beside the component images
 # and a server tarball, and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 #   --print-tag  print the tag these inputs give and build nothing (kind-up.sh
@@ -18,6 +18,7 @@ set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 source "$FENCECHECK_ROOT/scripts/lib/docker.sh"
 source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
+source "$FENCECHECK_ROOT/scripts/lib/rootfs.sh"
 
 case "${1:-}" in
 -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -33,12 +34,10 @@ K8S_VERSION=v1.35.3
 COREDNS_VERSION=v1.13.1
 ETCD_TAG=3.6.6-0
 PAUSE_TAG=3.10.1
-DEBIAN_SUITE=bookworm
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # The node's packages. The same root filesystem is under the images that
 # need tools (kube-proxy, kindnetd, the local-path helper: iptables, nftables,
 # conntrack, ipset, iproute2, kmod, ebtables) and chaos-daemon's: a second
-# debootstrap for them cost more CPU (28 s here) than their bigger layer.
+# root filesystem for them cost more CPU (28 s here) than their bigger layer.
 NODE_PKGS=systemd,conntrack,iptables,nftables,ipset,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,runc,containernetworking-plugins,socat,ebtables,e2fsprogs
 
 NI="$FENCECHECK_ROOT/scripts/nodeimage"
@@ -66,13 +65,11 @@ build_components() {
 	rm -rf "$dir"; mv "$tmp" "$dir"
 }
 
-# debootstrap_tar NAME PKGS OUT.tar CUSTOMIZE_FN
-debootstrap_tar() {
+# rootfs_tar NAME PKGS OUT.tar CUSTOMIZE_FN
+rootfs_tar() {
 	local name=$1 pkgs=$2 out=$3 fn=$4 dir="$WORK/rootfs-$1.tmp"
 	rm -rf "$dir"
-	run_logged "$FENCECHECK_CACHE/logs/debootstrap-$name.log" \
-		debootstrap --variant=minbase --include="$pkgs" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" ||
-		die "debootstrap $name failed: see $FENCECHECK_CACHE/logs/debootstrap-$name.log (needs the Debian mirror $DEBIAN_MIRROR)"
+	debian_rootfs "$dir" "$pkgs" "$name"
 	"$fn" "$dir"
 	rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb "$dir"/var/log/*.log
 	tar --numeric-owner -C "$dir" -cf "$out.tmp" . && mv "$out.tmp" "$out"
@@ -215,7 +212,7 @@ tags() {
 	local bins_hash base_hash hash
 	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
 	comp_hash=$(hash_str "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
-	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debootstrap_tar customize_node)" "$KIND_MOD/images/base/files")
+	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debian_rootfs rootfs_tar customize_node)" "$KIND_MOD/images/base/files")
 	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
 	hash=$(hash_str "$bins_hash $base_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f in_parallel component_images server_tarball build_node_image)")
 	image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
@@ -227,14 +224,30 @@ main() {
 	if [ -n "${PRINT_TAG:-}" ]; then
 		echo "$image"; return 0
 	fi
-	ensure_docker
-	if docker image inspect "$image" >/dev/null 2>&1; then
-		log "node image $image is cached: nothing to build"
-		echo "$image"; return 0
+	# On a fresh machine docker is not installed, so no image can be cached
+	# in it, and the image assembly is the first step that needs it: it
+	# installs and starts beside the builds (19 s here, more on slower
+	# machines: docs/kind.md), not before them.
+	local fresh_docker="" docker_pid=""
+	if docker_to_install; then
+		fresh_docker=1
+	else
+		ensure_docker
+		if docker image inspect "$image" >/dev/null 2>&1; then
+			log "node image $image is cached: nothing to build"
+			echo "$image"; return 0
+		fi
 	fi
 	log "building node image $image (cached steps are skipped; from nothing it takes 8-23 min on 2 cores, by machine (docs/kind.md); logs in $FENCECHECK_CACHE/logs/)"
-	apt_install debootstrap jq pigz
+	apt_install mmdebstrap jq pigz
 	local t0; t0=$(date +%s)
+	if [ -n "$fresh_docker" ]; then
+		# After the apt_install above: two apt-gets at once would fail on
+		# dpkg's lock (mmdebstrap's apt works in its own root).
+		log "docker is not installed: installing and starting it beside the builds"
+		(step "docker (install and start)" ensure_docker) >&2 &
+		docker_pid=$!
+	fi
 	local comp="$WORK/components-$comp_hash" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
 
 	# Lane 1 (network + dpkg): the root filesystem. Lane 2 (CPU): the
@@ -247,7 +260,7 @@ main() {
 			# 2 cores): niced, they take the cores it leaves idle first.
 			renice -n 10 -p "$BASHPID" >/dev/null
 			rm -f "${nodefs%.tar}.layer" "${nodefs%.tar}.layer.json" # a new tar's layer is made anew
-			step "debootstrap node base ($DEBIAN_SUITE)" debootstrap_tar node "$NODE_PKGS" "$nodefs" customize_node
+			step "node root filesystem ($DEBIAN_SUITE, mmdebstrap)" rootfs_tar node "$NODE_PKGS" "$nodefs" customize_node
 		) &
 		rootfs_pid=$!
 	fi
@@ -267,6 +280,7 @@ main() {
 		wait "$rootfs_pid" || die "building the root filesystem failed (see above)"
 	fi
 
+	[ -z "$docker_pid" ] || wait "$docker_pid" || die "installing or starting docker failed (see above)"
 	step "node image from server tarball" build_node_image "$comp" "$nodefs" "$bins" "$base" "$image"
 	log "node image $image built in $(( $(date +%s) - t0 ))s"
 	echo "$image"
