@@ -80,6 +80,15 @@ wait_docker() {
 	done
 }
 
+# install_docker: what ensure_docker needs before it starts dockerd (docker.io
+# and runc from apt, the runc wrapper); on Debian as root only.
+install_docker() {
+	is_debian_root || die "docker is not running and this is not Debian as root: install and start Docker (docker.io or Docker CE), then retry"
+	command -v dockerd >/dev/null || apt_install docker.io
+	apt_install jq runc
+	install_runc_wrapper
+}
+
 ensure_docker() {
 	if docker info >/dev/null 2>&1; then
 		local rt
@@ -91,10 +100,7 @@ ensure_docker() {
 		fi
 		return 0
 	fi
-	is_debian_root || die "docker is not running and this is not Debian as root: install and start Docker (docker.io or Docker CE), then retry"
-	command -v dockerd >/dev/null || apt_install docker.io
-	apt_install jq runc
-	install_runc_wrapper
+	install_docker
 	configure_daemon_json || true
 	mkdir -p /lib/modules # kind bind-mounts it; this VM has no modules dir
 	if pgrep -x dockerd >/dev/null; then

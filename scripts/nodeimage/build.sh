@@ -5,12 +5,13 @@
 # existing image rebuilds nothing. Progress on stderr, one line per step with
 # its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
 #
-# Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
+# Steps, in lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
 # etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner,
 # containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; one
 # Debian root filesystem by mmdebstrap (the node's, also under kube-proxy,
-# kindnetd and the local-path helper). Then the base image beside the component images
-# and a server tarball, and `kind build node-image --type file`.
+# kindnetd and the local-path helper); on a fresh machine, docker's install
+# and start. Then the base image beside the component images and a server
+# tarball, and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 #   --print-tag  print the tag these inputs give and build nothing (kind-up.sh
 #                compares it with a running cluster's image)
@@ -21,7 +22,7 @@ source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 source "$FENCECHECK_ROOT/scripts/lib/rootfs.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --print-tag) PRINT_TAG=1 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -245,7 +246,15 @@ main() {
 		# After the apt_install above: two apt-gets at once would fail on
 		# dpkg's lock (mmdebstrap's apt works in its own root).
 		log "docker is not installed: installing and starting it beside the builds"
-		(step "docker (install and start)" ensure_docker) >&2 &
+		(
+			# The install (apt, the runc wrapper's build) is niced like the
+			# other side lanes; dockerd is not: it, and every container it
+			# starts, would inherit the nice value (root may lower it again).
+			renice -n 10 -p "$BASHPID" >/dev/null
+			step "docker (install)" install_docker
+			renice -n 0 -p "$BASHPID" >/dev/null
+			step "docker (start)" ensure_docker
+		) >&2 &
 		docker_pid=$!
 	fi
 	local comp="$WORK/components-$comp_hash" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
