@@ -200,21 +200,12 @@ keep_cluster_addresses_inside() {
 }
 
 main() {
-	# On a fresh machine no cluster can exist yet, and the node image build
-	# installs and starts docker beside its go build.
-	local fresh=""
-	if [ -z "${KIND_NODE_IMAGE:-}" ] && docker_to_install; then
-		fresh=1
-		log "docker is not installed: no cluster exists yet; the node image build installs it"
-	else
-		step "docker" ensure_docker
-	fi
+	step "docker" ensure_docker
 	raise_inotify_limits
 	mkdir -p /lib/modules
 	# The kind CLI is built where it is first needed: on a fresh machine
 	# that is inside the node image build, beside the big Go build.
-	local nodes=""
-	[ -n "$fresh" ] || nodes=$(node_containers)
+	local nodes; nodes=$(node_containers)
 	[ -z "$nodes" ] || ensure_kind_cli
 	if [ -n "$nodes" ] && reuse_existing "$nodes"; then
 		record_outcome reused
@@ -227,7 +218,6 @@ main() {
 		else
 			image=$(step "node image" bash "$FENCECHECK_ROOT/scripts/nodeimage/build.sh")
 		fi
-		[ -z "$fresh" ] || ensure_docker # started by the build: a check
 		ensure_kind_cli
 		create_cluster "$image"
 	fi

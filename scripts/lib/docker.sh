@@ -25,11 +25,6 @@ apt_install() {
 		die "apt-get install ${missing[*]} failed"
 }
 
-# docker_to_install: a Debian machine (as root) with no dockerd yet, where
-# ensure_docker installs it. Nothing can be cached in docker there, so a
-# caller may install it beside other work instead of first.
-docker_to_install() { ! command -v dockerd >/dev/null && is_debian_root; }
-
 is_debian_root() { [ "$(id -u)" = 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null; }
 
 # install_runc_wrapper: build the wrapper into a permanent place when its
@@ -80,15 +75,6 @@ wait_docker() {
 	done
 }
 
-# install_docker: what ensure_docker needs before it starts dockerd (docker.io
-# and runc from apt, the runc wrapper); on Debian as root only.
-install_docker() {
-	is_debian_root || die "docker is not running and this is not Debian as root: install and start Docker (docker.io or Docker CE), then retry"
-	command -v dockerd >/dev/null || apt_install docker.io
-	apt_install jq runc
-	install_runc_wrapper
-}
-
 ensure_docker() {
 	if docker info >/dev/null 2>&1; then
 		local rt
@@ -100,7 +86,10 @@ ensure_docker() {
 		fi
 		return 0
 	fi
-	install_docker
+	is_debian_root || die "docker is not running and this is not Debian as root: install and start Docker (docker.io or Docker CE), then retry"
+	command -v dockerd >/dev/null || apt_install docker.io
+	apt_install jq runc
+	install_runc_wrapper
 	configure_daemon_json || true
 	mkdir -p /lib/modules # kind bind-mounts it; this VM has no modules dir
 	if pgrep -x dockerd >/dev/null; then

@@ -5,13 +5,12 @@
 # existing image rebuilds nothing. Progress on stderr, one line per step with
 # its duration; long builds log to $FENCECHECK_CACHE/logs/ with a heartbeat.
 #
-# Steps, in lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
+# Steps, in three lanes: k8s-bins.sh (one module, one `go build`: Kubernetes,
 # etcd, CoreDNS with kubeadm's plugins only, crictl, local-path-provisioner,
 # containerd); ours (pause, kindnetd stand-in, imgbuild) and the kind CLI; one
 # Debian root filesystem by mmdebstrap (the node's, also under kube-proxy,
-# kindnetd and the local-path helper); on a fresh machine, docker's install
-# and start. Then the base image beside the component images and a server
-# tarball, and `kind build node-image --type file`.
+# kindnetd, the local-path helper). Then the base image beside the component
+# images and a server tarball, and `kind build node-image --type file`.
 # FENCECHECK_NODEIMAGE_SALT=x adds x to the tag's hash (bench: force a build).
 #   --print-tag  print the tag these inputs give and build nothing (kind-up.sh
 #                compares it with a running cluster's image)
@@ -22,7 +21,7 @@ source "$FENCECHECK_ROOT/scripts/lib/kind.sh"
 source "$FENCECHECK_ROOT/scripts/lib/rootfs.sh"
 
 case "${1:-}" in
--h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --print-tag) PRINT_TAG=1 ;;
 "") ;;
 *) die "unknown argument: $1 (try --help)" ;;
@@ -225,38 +224,14 @@ main() {
 	if [ -n "${PRINT_TAG:-}" ]; then
 		echo "$image"; return 0
 	fi
-	# On a fresh machine docker is not installed, so no image can be cached
-	# in it, and the image assembly is the first step that needs it: it
-	# installs and starts beside the builds (19 s here, more on slower
-	# machines: docs/kind.md), not before them.
-	local fresh_docker="" docker_pid=""
-	if docker_to_install; then
-		fresh_docker=1
-	else
-		ensure_docker
-		if docker image inspect "$image" >/dev/null 2>&1; then
-			log "node image $image is cached: nothing to build"
-			echo "$image"; return 0
-		fi
+	ensure_docker
+	if docker image inspect "$image" >/dev/null 2>&1; then
+		log "node image $image is cached: nothing to build"
+		echo "$image"; return 0
 	fi
 	log "building node image $image (cached steps are skipped; from nothing it takes 8-23 min on 2 cores, by machine (docs/kind.md); logs in $FENCECHECK_CACHE/logs/)"
 	apt_install mmdebstrap jq pigz
 	local t0; t0=$(date +%s)
-	if [ -n "$fresh_docker" ]; then
-		# After the apt_install above: two apt-gets at once would fail on
-		# dpkg's lock (mmdebstrap's apt works in its own root).
-		log "docker is not installed: installing and starting it beside the builds"
-		(
-			# The install (apt, the runc wrapper's build) is niced like the
-			# other side lanes; dockerd is not: it, and every container it
-			# starts, would inherit the nice value (root may lower it again).
-			renice -n 10 -p "$BASHPID" >/dev/null
-			step "docker (install)" install_docker
-			renice -n 0 -p "$BASHPID" >/dev/null
-			step "docker (start)" ensure_docker
-		) >&2 &
-		docker_pid=$!
-	fi
 	local comp="$WORK/components-$comp_hash" nodefs="$WORK/rootfs-node-$nodefs_hash.tar"
 
 	# Lane 1 (network + dpkg): the root filesystem. Lane 2 (CPU): the
@@ -289,7 +264,6 @@ main() {
 		wait "$rootfs_pid" || die "building the root filesystem failed (see above)"
 	fi
 
-	[ -z "$docker_pid" ] || wait "$docker_pid" || die "installing or starting docker failed (see above)"
 	step "node image from server tarball" build_node_image "$comp" "$nodefs" "$bins" "$base" "$image"
 	log "node image $image built in $(( $(date +%s) - t0 ))s"
 	echo "$image"
