@@ -83,14 +83,10 @@ daemon_rootfs() {
 			echo "$f"; return 0
 		fi
 	done
-	f="$WORK/rootfs-daemon-$(hash_str "$DEBIAN_SUITE $DAEMON_PKGS" "$(declare -f debian_rootfs)").tar"
+	f="$WORK/rootfs-daemon-$(hash_str "$DEBIAN_SUITE $DAEMON_PKGS" "$(declare -f debian_rootfs debian_rootfs_tar)").tar"
 	if [ ! -f "$f" ]; then
 		source "$FENCECHECK_ROOT/scripts/lib/docker.sh" # apt_install
-		local dir="$WORK/rootfs-daemon.tmp"
-		rm -rf "$dir"
-		step "daemon root filesystem ($DEBIAN_SUITE: $DAEMON_PKGS)" debian_rootfs "$dir" "$DAEMON_PKGS" chaos-daemon
-		rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb
-		tar --numeric-owner -C "$dir" -cf "$f.tmp" . && mv "$f.tmp" "$f" && rm -rf "$dir"
+		step "daemon root filesystem ($DEBIAN_SUITE: $DAEMON_PKGS)" debian_rootfs_tar "$f" "$DAEMON_PKGS" chaos-daemon
 	fi
 	echo "$f"
 }

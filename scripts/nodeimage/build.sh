@@ -65,17 +65,6 @@ build_components() {
 	rm -rf "$dir"; mv "$tmp" "$dir"
 }
 
-# rootfs_tar NAME PKGS OUT.tar CUSTOMIZE_FN
-rootfs_tar() {
-	local name=$1 pkgs=$2 out=$3 fn=$4 dir="$WORK/rootfs-$1.tmp"
-	rm -rf "$dir"
-	debian_rootfs "$dir" "$pkgs" "$name"
-	"$fn" "$dir"
-	rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/cache/apt/archives/*.deb "$dir"/var/log/*.log
-	tar --numeric-owner -C "$dir" -cf "$out.tmp" . && mv "$out.tmp" "$out"
-	rm -rf "$dir"
-}
-
 # customize_node: the steps of kind's images/base/Dockerfile, from kind's
 # own files in the module cache.
 customize_node() {
@@ -212,7 +201,7 @@ tags() {
 	local bins_hash base_hash hash
 	bins_hash=$(hash_inputs "$FENCECHECK_ROOT/scripts/k8s-bins.sh" "$NI/modules/node")
 	comp_hash=$(hash_str "$(declare -f build_components)" "$NI/go.mod" "$NI/cmd" "$FENCECHECK_ROOT/cmd/imgbuild" "$FENCECHECK_ROOT/go.sum")
-	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debian_rootfs rootfs_tar customize_node)" "$KIND_MOD/images/base/files")
+	nodefs_hash=$(hash_str "$DEBIAN_SUITE $NODE_PKGS" "$(declare -f debian_rootfs debian_rootfs_tar customize_node)" "$KIND_MOD/images/base/files")
 	base_hash=$(hash_str "$comp_hash $bins_hash $nodefs_hash $PAUSE_TAG" "$(declare -f node_layer_tar build_base)")
 	hash=$(hash_str "$bins_hash $base_hash $KIND_VERSION $K8S_VERSION $ETCD_TAG $PAUSE_TAG $COREDNS_VERSION $cnames ${FENCECHECK_NODEIMAGE_SALT:-}" "$(declare -f in_parallel component_images server_tarball build_node_image)")
 	image="fencecheck/kind-node:$K8S_VERSION-$hash" base="fencecheck/kind-base:$base_hash${FENCECHECK_NODEIMAGE_SALT:+-$FENCECHECK_NODEIMAGE_SALT}"
@@ -244,7 +233,7 @@ main() {
 			# 2 cores): niced, they take the cores it leaves idle first.
 			renice -n 10 -p "$BASHPID" >/dev/null
 			rm -f "${nodefs%.tar}.layer" "${nodefs%.tar}.layer.json" # a new tar's layer is made anew
-			step "node root filesystem ($DEBIAN_SUITE, mmdebstrap)" rootfs_tar node "$NODE_PKGS" "$nodefs" customize_node
+			step "node root filesystem ($DEBIAN_SUITE, mmdebstrap)" debian_rootfs_tar "$nodefs" "$NODE_PKGS" node customize_node
 		) &
 		rootfs_pid=$!
 	fi
