@@ -29,6 +29,48 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+# cpu_sample: "EPOCH BUSY" with BUSY the whole machine's busy CPU so far,
+# in seconds (/proc/stat: user + nice + system + irq + softirq; idle, iowait
+# and steal are not work done here).
+cpu_sample() {
+	awk -v t="$(date +%s.%N)" -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%s %.2f\n", t, ($2+$3+$4+$7+$8)/hz; exit}' /proc/stat
+}
+
+# cpu_between SAMPLES FROM TO: "CPU_S CORES", the busy CPU between the
+# samples nearest FROM and TO (epoch seconds) and the cores it kept busy.
+cpu_between() {
+	awk -v a="$2" -v b="$3" '
+		$1 <= a || !n0 { t0 = $1; b0 = $2; n0 = 1 }
+		!n1 && $1 >= b { t1 = $1; b1 = $2; n1 = 1 }
+		{ tl = $1; bl = $2 }
+		END { if (!n1) { t1 = tl; b1 = bl }
+		      if (t1 > t0) printf "%.0f %.2f\n", b1 - b0, (b1 - b0) / (t1 - t0) }' "$1"
+}
+
+# cpu_report SAMPLES T0 T1 LOG: the whole run's CPU against its floor on
+# these cores (CPU / cores: no order of the same work ends sooner), and each
+# step of LOG (its "<== NAME done in Ns" lines) with how busy the cores were
+# while it ran: where they were idle is where reordering could still win.
+cpu_report() {
+	local samples=$1 t0=$2 t1=$3 logfile=$4 cpu cores n; n=$(nproc)
+	read -r cpu cores < <(cpu_between "$samples" "$t0" "$t1") || { log "no CPU samples in $samples"; return 0; }
+	echo "RESULT cold_kind_up_cpu_s $cpu (the whole machine's busy CPU; $cores of $n cores busy on average)"
+	echo "RESULT cold_kind_up_floor_s $(awk -v c="$cpu" -v n="$n" 'BEGIN{printf "%.0f", c/n}') (that CPU on $n cores); the wall is $(awk -v c="$cpu" -v n="$n" -v w="$(secs "$t0" "$t1")" 'BEGIN{printf "%.2f", w/(c/n)}')x it"
+	local line hms dur end day; day=$(date -u +%F)
+	grep -E '<== .* done in [0-9]+s' "$logfile" | while IFS= read -r line; do
+		hms=${line:1:8} dur=${line##* done in }; dur=${dur%s}
+		end=$(date -u -d "$day $hms" +%s)
+		# A run across midnight UTC: the line's day is the one before.
+		[ "$end" -le "$(date +%s)" ] || end=$((end - 86400))
+		if [ "$dur" -ge 10 ]; then
+			read -r cpu cores < <(cpu_between "$samples" "$((end - dur))" "$end") || cores="?"
+			echo "STEP ${line#*<== } ($cores cores busy)"
+		else
+			echo "STEP ${line#*<== }"
+		fi
+	done
+}
+
 if [ "$COLD" = 1 ]; then
 	# From nothing: empty FENCECHECK_CACHE, Go build cache and module cache
 	# (modules come from the proxy again), a salted node-image tag; the whole
@@ -40,14 +82,19 @@ if [ "$COLD" = 1 ]; then
 	# The node build's action graph says where its time went (cmd/buildprofile,
 	# built here with the caller's caches before the clock starts).
 	go build -o "$cold_cache/buildprofile" "$FENCECHECK_ROOT/cmd/buildprofile"
+	# Sampling, not waiting: one /proc/stat line a second, read afterwards.
+	while :; do cpu_sample; sleep 1; done >"$cold_cache/cpu.samples" &
+	sampler=$!
 	t=$(now)
 	FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" GOMODCACHE="$cold_cache/gomod" GOFLAGS="-modcacherw ${GOFLAGS:-}" \
 		K8S_BINS_ACTIONGRAPH="$cold_cache/actiongraph.json" \
 		FENCECHECK_NODEIMAGE_SALT="$salt" KIND_CLUSTER_NAME=fencecheck-bench KUBECONFIG="$cold_cache/kubeconfig" \
 		bash "$FENCECHECK_ROOT/scripts/kind-up.sh" 2> >(tee /tmp/fc-bench-cold.log >&2) >/dev/null ||
-		die "cold kind-up failed: see /tmp/fc-bench-cold.log"
-	echo "RESULT cold_kind_up_s $(secs "$t" "$(now)")"
-	grep -E '<== .* done in|built in' /tmp/fc-bench-cold.log | sed 's/^.*<== /STEP /' || true
+		{ kill "$sampler"; die "cold kind-up failed: see /tmp/fc-bench-cold.log"; }
+	t_end=$(now)
+	kill "$sampler"; wait "$sampler" 2>/dev/null || true
+	echo "RESULT cold_kind_up_s $(secs "$t" "$t_end")"
+	cpu_report "$cold_cache/cpu.samples" "$t" "$t_end" /tmp/fc-bench-cold.log
 	"$cold_cache/buildprofile" --top 8 "$cold_cache/actiongraph.json" | sed 's/^/PROFILE /' ||
 		log "no profile of the node build (was it cached?)"
 	"$cold_cache/bin/kind" delete cluster --name fencecheck-bench >/dev/null 2>&1 || true
