@@ -55,6 +55,11 @@ cpu_report() {
 	local samples=$1 t0=$2 t1=$3 logfile=$4 cpu cores n; n=$(nproc)
 	read -r cpu cores < <(cpu_between "$samples" "$t0" "$t1") || { log "no CPU samples in $samples"; return 0; }
 	echo "RESULT cold_kind_up_cpu_s $cpu (the whole machine's busy CPU; $cores of $n cores busy on average)"
+	# Under bench/slow.sh's quota the tick-sampled figures read high: it
+	# prints its command's exact CPU itself (SLOW command cpu_s).
+	local cg; cg=$(awk -F: '$2 == "cpu" {print $3}' /proc/self/cgroup)
+	[ "${cg:-/}" = / ] || [ "$(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us" 2>/dev/null || echo -1)" = -1 ] ||
+		echo "RESULT (under a CPU quota: these busy figures are tick-sampled and read high; see SLOW command cpu_s)"
 	echo "RESULT cold_kind_up_floor_s $(awk -v c="$cpu" -v n="$n" 'BEGIN{printf "%.0f", c/n}') (that CPU on $n cores); the wall is $(awk -v c="$cpu" -v n="$n" -v w="$(secs "$t0" "$t1")" 'BEGIN{printf "%.2f", w/(c/n)}')x it"
 	local line hms dur end day; day=$(date -u +%F)
 	grep -E '<== .* done in [0-9]+s' "$logfile" | while IFS= read -r line; do
@@ -83,16 +88,18 @@ if [ "$COLD" = 1 ]; then
 	# built here with the caller's caches before the clock starts).
 	go build -o "$cold_cache/buildprofile" "$FENCECHECK_ROOT/cmd/buildprofile"
 	# Sampling, not waiting: one /proc/stat line a second, read afterwards.
-	while :; do cpu_sample; sleep 1; done >"$cold_cache/cpu.samples" &
+	# It ends at its next turn once the stop file is there (a killed loop
+	# would leave its sleep behind, in bench/slow.sh's cgroup).
+	while [ ! -e "$cold_cache/cpu.stop" ]; do cpu_sample; sleep 1; done >"$cold_cache/cpu.samples" &
 	sampler=$!
 	t=$(now)
 	FENCECHECK_CACHE="$cold_cache" GOCACHE="$cold_cache/gocache" GOMODCACHE="$cold_cache/gomod" GOFLAGS="-modcacherw ${GOFLAGS:-}" \
 		K8S_BINS_ACTIONGRAPH="$cold_cache/actiongraph.json" \
 		FENCECHECK_NODEIMAGE_SALT="$salt" KIND_CLUSTER_NAME=fencecheck-bench KUBECONFIG="$cold_cache/kubeconfig" \
 		bash "$FENCECHECK_ROOT/scripts/kind-up.sh" 2> >(tee /tmp/fc-bench-cold.log >&2) >/dev/null ||
-		{ kill "$sampler"; die "cold kind-up failed: see /tmp/fc-bench-cold.log"; }
+		{ touch "$cold_cache/cpu.stop"; die "cold kind-up failed: see /tmp/fc-bench-cold.log"; }
 	t_end=$(now)
-	kill "$sampler"; wait "$sampler" 2>/dev/null || true
+	touch "$cold_cache/cpu.stop"; wait "$sampler"
 	echo "RESULT cold_kind_up_s $(secs "$t" "$t_end")"
 	cpu_report "$cold_cache/cpu.samples" "$t" "$t_end" /tmp/fc-bench-cold.log
 	"$cold_cache/buildprofile" --top 8 "$cold_cache/actiongraph.json" | sed 's/^/PROFILE /' ||

@@ -40,16 +40,22 @@ root=/sys/fs/cgroup/cpu
 [ -w "$root/tasks" ] || die "no writable cgroup v1 cpu controller at $root (this script needs root and cgroup v1)"
 
 cg="$root/fencecheck-slow.$$"
-mkdir "$cg"
-# The cgroup can only be removed once empty: by then every child has exited.
-trap 'rmdir "$cg" 2>/dev/null || log "cgroup $cg still has tasks; remove it by hand"' EXIT
+# Its twin under cpuacct (a hierarchy of its own here) counts the command's
+# CPU exactly; /proc/stat samples at each tick, and a quota throttles on
+# ticks: two busy threads at 0.83 cores read there as 1.05.
+acct=/sys/fs/cgroup/cpuacct/fencecheck-slow.$$
+[ -w "${acct%/*}/tasks" ] || acct=""
+mkdir "$cg" ${acct:+"$acct"}
+# The cgroups can only be removed once empty: by then every child has exited.
+trap 'rmdir "$cg" ${acct:+"$acct"} 2>/dev/null || log "cgroup $cg or $acct still has tasks; remove it by hand"' EXIT
 quota=$(awk -v f="$factor" -v p="$period" -v n="$(nproc)" 'BEGIN{printf "%d", n * p / f}')
 echo "$period" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
 
 # in_cgroup CMD...: run CMD with the cgroup's quota (it joins the cgroup
 # first, so every child it starts is in it too).
-in_cgroup() { sh -c 'echo $$ >"$1/tasks"; shift; exec "$@"' sh "$cg" "$@"; }
+in_cgroup() { sh -c 'echo $$ >"$1/tasks"; [ -z "$2" ] || echo $$ >"$2/tasks"; shift 2; exec "$@"' sh "$cg" "$acct" "$@"; }
+acct_s() { [ -z "$acct" ] || awk '{printf "%.1f", $1 / 1e9}' "$acct/cpuacct.usage"; }
 
 # compile_s: wall seconds of a two-way parallel compile from an empty cache.
 compile_s() {
@@ -65,8 +71,13 @@ log "slow: cgroup $cg, quota ${quota}us of every ${period}us ($(nproc) cores / $
 full=$(compile_s)
 slow=$(in_cgroup bash -c "$(declare -f compile_s now secs); compile_s")
 echo "SLOW factor_asked $factor compile_s full $full emulated $slow factor_got $(awk -v a="$slow" -v b="$full" 'BEGIN{printf "%.2f", a/b}')"
-t=$(now)
+t=$(now) c0=$(acct_s)
 rc=0
 in_cgroup "$@" || rc=$?
-echo "SLOW command rc $rc wall_s $(secs "$t" "$(now)")"
+wall=$(secs "$t" "$(now)")
+echo "SLOW command rc $rc wall_s $wall"
+# The floor: the command's own CPU at the quota's cores (docker's
+# containers run in docker's cgroups, outside both).
+[ -z "$acct" ] || awk -v a="$c0" -v b="$(acct_s)" -v q="$quota" -v p="$period" -v w="$wall" 'BEGIN{
+	c = b - a; k = q / p; printf "SLOW command cpu_s %.0f (its tasks, cpuacct); at %.2f cores that is a floor of %.0f s; the wall is %.2fx it\n", c, k, c / k, w / (c / k) }'
 exit "$rc"
