@@ -5,7 +5,9 @@
 #
 #   --cold     also time a cold kind-up.sh from nothing: empty Go build and
 #              module caches, empty $FENCECHECK_CACHE (temporary), a salted
-#              image tag so nothing cached is reused (long: 15-35 min)
+#              image tag so nothing cached is reused (long: 7-20 min); it
+#              prints the machine's busy CPU over the run, the floor that
+#              sets on these cores, and the cores busy during each step
 #   --keep     with --cold: move the cold build's outputs (node binaries,
 #              components, root filesystems: the same bytes a warm build
 #              would make) into $FENCECHECK_CACHE, so the next build reuses them
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1 ;;
 	--rounds) ROUNDS=${2:?--rounds needs a number}; shift
 		[[ "$ROUNDS" =~ ^[0-9]+$ ]] || die "--rounds needs a number, got '$ROUNDS'" ;;
-	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift

@@ -13,7 +13,9 @@
 #                     is held back in slices of milliseconds, not tenths)
 #
 # First it prints the factor it gets: one parallel compile (go build -p 2 of
-# cmd/gofmt from an empty build cache) outside and inside the cgroup.
+# cmd/gofmt from an empty build cache) outside and inside the cgroup. Last,
+# the command's exact CPU (a cpuacct cgroup beside it) and the floor that CPU
+# sets at 2/F cores.
 # Limits, which make it an estimate, not the slower machine:
 #   - a single busy thread gets up to 2/F of a core, not 1/F: serial steps
 #     run faster than on the slower machine (the estimate is low there);
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
 	--factor) factor=${2:?--factor needs a number}; shift ;;
 	--period-us) period=${2:?--period-us needs microseconds}; shift ;;
 	--) shift; break ;;
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (try --help)" ;;
 	esac
 	shift
