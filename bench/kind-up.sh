@@ -59,7 +59,7 @@ cpu_report() {
 	echo "RESULT cold_kind_up_cpu_s $cpu (the whole machine's busy CPU; $cores of $n cores busy on average)"
 	# Under bench/slow.sh's quota the tick-sampled figures read high: it
 	# prints its command's exact CPU itself (SLOW command cpu_s).
-	local cg; cg=$(awk -F: '$2 == "cpu" {print $3}' /proc/self/cgroup)
+	local cg; cg=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/self/cgroup)
 	[ "${cg:-/}" = / ] || [ "$(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us" 2>/dev/null || echo -1)" = -1 ] ||
 		echo "RESULT (under a CPU quota: these busy figures are tick-sampled and read high; see SLOW command cpu_s)"
 	echo "RESULT cold_kind_up_floor_s $(awk -v c="$cpu" -v n="$n" 'BEGIN{printf "%.0f", c/n}') (that CPU on $n cores); the wall is $(awk -v c="$cpu" -v n="$n" -v w="$(secs "$t0" "$t1")" 'BEGIN{printf "%.2f", w/(c/n)}')x it"

@@ -45,11 +45,15 @@ cg="$root/fencecheck-slow.$$"
 # Its twin under cpuacct (a hierarchy of its own here) counts the command's
 # CPU exactly; /proc/stat samples at each tick, and a quota throttles on
 # ticks: two busy threads at 0.83 cores read there as 1.05.
+# Where the two controllers share one hierarchy, the cgroup is its own twin.
 acct=/sys/fs/cgroup/cpuacct/fencecheck-slow.$$
 [ -w "${acct%/*}/tasks" ] || acct=""
-mkdir "$cg" ${acct:+"$acct"}
+[ "$(readlink -f "${acct%/*}")" != "$(readlink -f "$root")" ] || acct=$cg
+mkdir "$cg"
+[ -z "$acct" ] || [ "$acct" = "$cg" ] || mkdir "$acct"
 # The cgroups can only be removed once empty: by then every child has exited.
-trap 'rmdir "$cg" ${acct:+"$acct"} 2>/dev/null || log "cgroup $cg or $acct still has tasks; remove it by hand"' EXIT
+trap 'rmdir "$cg" 2>/dev/null && { [ -z "$acct" ] || [ "$acct" = "$cg" ] || rmdir "$acct"; } ||
+	log "cgroup $cg or $acct still has tasks; remove it by hand"' EXIT
 quota=$(awk -v f="$factor" -v p="$period" -v n="$(nproc)" 'BEGIN{printf "%d", n * p / f}')
 echo "$period" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
