@@ -62,7 +62,8 @@ cpu_report() {
 	local cg; cg=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/self/cgroup)
 	[ "${cg:-/}" = / ] || [ "$(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us" 2>/dev/null || echo -1)" = -1 ] ||
 		echo "RESULT (under a CPU quota: these busy figures are tick-sampled and read high; see SLOW command cpu_s)"
-	echo "RESULT cold_kind_up_floor_s $(awk -v c="$cpu" -v n="$n" 'BEGIN{printf "%.0f", c/n}') (that CPU on $n cores); the wall is $(awk -v c="$cpu" -v n="$n" -v w="$(secs "$t0" "$t1")" 'BEGIN{printf "%.2f", w/(c/n)}')x it"
+	awk -v c="$cpu" -v n="$n" -v w="$(secs "$t0" "$t1")" \
+		'BEGIN{printf "RESULT cold_kind_up_floor_s %.0f (that CPU on %d cores); the wall is %.2fx it\n", c/n, n, w/(c/n)}'
 	local line hms dur end day; day=$(date -u +%F)
 	grep -E '<== .* done in [0-9]+s' "$logfile" | while IFS= read -r line; do
 		hms=${line:1:8} dur=${line##* done in }; dur=${dur%s}

@@ -49,18 +49,19 @@ cg="$root/fencecheck-slow.$$"
 acct=/sys/fs/cgroup/cpuacct/fencecheck-slow.$$
 [ -w "${acct%/*}/tasks" ] || acct=""
 [ "$(readlink -f "${acct%/*}")" != "$(readlink -f "$root")" ] || acct=$cg
-mkdir "$cg"
-[ -z "$acct" ] || [ "$acct" = "$cg" ] || mkdir "$acct"
+# groups: the cgroups the command joins, each made here and removed at exit.
+groups=("$cg")
+[ -z "$acct" ] || [ "$acct" = "$cg" ] || groups+=("$acct")
+mkdir "${groups[@]}"
 # The cgroups can only be removed once empty: by then every child has exited.
-trap 'rmdir "$cg" 2>/dev/null && { [ -z "$acct" ] || [ "$acct" = "$cg" ] || rmdir "$acct"; } ||
-	log "cgroup $cg or $acct still has tasks; remove it by hand"' EXIT
+trap 'rmdir "${groups[@]}" 2>/dev/null || log "cgroup ${groups[*]} still has tasks; remove it by hand"' EXIT
 quota=$(awk -v f="$factor" -v p="$period" -v n="$(nproc)" 'BEGIN{printf "%d", n * p / f}')
 echo "$period" >"$cg/cpu.cfs_period_us"
 echo "$quota" >"$cg/cpu.cfs_quota_us"
 
-# in_cgroup CMD...: run CMD with the cgroup's quota (it joins the cgroup
-# first, so every child it starts is in it too).
-in_cgroup() { sh -c 'echo $$ >"$1/tasks"; [ -z "$2" ] || echo $$ >"$2/tasks"; shift 2; exec "$@"' sh "$cg" "$acct" "$@"; }
+# in_cgroup CMD...: run CMD with the cgroup's quota (it joins the cgroups
+# first, so every child it starts is in them too).
+in_cgroup() { sh -c 'for g in $1; do echo $$ >"$g/tasks"; done; shift; exec "$@"' sh "${groups[*]}" "$@"; }
 acct_s() { [ -z "$acct" ] || awk '{printf "%.1f", $1 / 1e9}' "$acct/cpuacct.usage"; }
 
 # compile_s: wall seconds of a two-way parallel compile from an empty cache.
